@@ -1,0 +1,264 @@
+"""The ``paperchat`` command line.
+
+Every command exits 0 on success and non-zero on failure with a one-line message on stderr; user
+errors never show a traceback (set PAPERCHAT_DEBUG=1 to see one for a bug report).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from rag.errors import CorpusError, PaperchatError, QueryError
+from rag.settings import load_settings
+
+EXIT_REJECTED = 1  # ingest stored what it could but rejected some input
+
+
+def _err(message: str) -> None:
+    print(f"paperchat: {message}", file=sys.stderr, flush=True)
+
+
+def _components(args):
+    from rag.components import Components
+
+    overrides = {}
+    if getattr(args, "k", None):
+        overrides["top_k"] = args.k
+    return Components(load_settings(**overrides))
+
+
+# --- ingest --------------------------------------------------------------------------------------
+
+
+def run_ingest(components, paths: Sequence[str], *, rebuild: bool = False, quiet: bool = False) -> int:
+    from rag.corpus import load_corpus
+    from rag.ingest import ingest_lock
+
+    settings = components.settings
+    targets = [Path(p) for p in paths] or [settings.corpus_dir]
+    started = time.monotonic()
+    result = load_corpus(targets)
+    for problem in result.problems:
+        _err(f"skipped {problem}")
+    if not result.papers:
+        raise CorpusError(
+            f"nothing to ingest: no valid abstracts in {', '.join(map(str, targets))} "
+            "(supported: .txt one abstract per paragraph, .jsonl/.json, .csv)"
+        )
+    problem_files = {Path(p.path).name for p in result.problems}
+    complete = {f.name for f in result.files} - problem_files
+    with ingest_lock(settings.data_dir):
+        if rebuild:
+            components.store.reset()
+        report = components.ingestor().ingest(result.papers, complete_sources=complete)
+    elapsed = time.monotonic() - started
+    if not quiet:
+        print(f"ingested {len(result.papers)} papers from {len(result.files)} files in {elapsed:.1f}s: "
+              f"{report.summary()}")
+    if result.problems:
+        _err(f"{len(result.problems)} problem(s) above: those records were not stored; fix them and run again")
+        return EXIT_REJECTED
+    return 0
+
+
+def cmd_ingest(args) -> int:
+    return run_ingest(_components(args), args.paths, rebuild=args.rebuild)
+
+
+# --- search --------------------------------------------------------------------------------------
+
+
+def ensure_index(components) -> None:
+    """An empty index is built from the bundled corpus first, and the user is told."""
+    papers, _chunks = components.store.counts()
+    if papers == 0:
+        _err(f"the index is empty: building it from {components.settings.corpus_dir} first")
+        run_ingest(components, [], quiet=True)
+
+
+def _read_batch(path: str) -> list[dict]:
+    from rag.evaluation import read_jsonl
+
+    source = Path(path)
+    if path == "-":
+        rows = [json.loads(line) for line in sys.stdin if line.strip()]
+    else:
+        rows = read_jsonl(source, "batch")
+    for number, row in enumerate(rows, start=1):
+        if not isinstance(row.get("question"), str):
+            raise QueryError(f"{path}: record {number}: no 'question' string (expected {{\"question\": \"...\"}})")
+    return rows
+
+
+def _print_hits(hits) -> None:
+    if not hits:
+        print("no matching papers")
+    for hit in hits:
+        print(f"{hit.rank}. {hit.title}  [{hit.source} #{hit.ordinal}]  score {hit.score:.3f}")
+        excerpt = hit.text if len(hit.text) <= 300 else hit.text[:297] + "..."
+        print(f"   {excerpt}")
+
+
+def cmd_search(args) -> int:
+    components = _components(args)
+    ensure_index(components)
+    retriever = components.retriever
+    if args.batch:
+        rows = _read_batch(args.batch)
+        results = retriever.search_many([r["question"] for r in rows], args.k)
+        for row, hits in zip(rows, results, strict=True):
+            print(json.dumps({"query": row["question"], "hits": [h.to_dict() for h in hits]}, ensure_ascii=False))
+        return 0
+    if not args.question:
+        raise QueryError("give a question, e.g. paperchat search \"state space models for client selection\"")
+    question = " ".join(args.question)
+    hits = retriever.search(question, args.k)
+    if args.json:
+        print(json.dumps({"query": question, "hits": [h.to_dict() for h in hits]}, ensure_ascii=False))
+    else:
+        _print_hits(hits)
+    return 0
+
+
+def cmd_prompt(args) -> int:
+    """Interactive search prompt (the demo until the chat UI exists)."""
+    components = _components(args)
+    ensure_index(components)
+    retriever = components.retriever
+    print("paperchat search: type a question, empty line or Ctrl-D to quit")
+    while True:
+        try:
+            question = input("? ").strip()
+        except EOFError:
+            return 0
+        if not question:
+            return 0
+        try:
+            _print_hits(retriever.search(question, args.k))
+        except QueryError as e:
+            _err(str(e))
+
+
+# --- stats and eval ------------------------------------------------------------------------------
+
+
+def cmd_stats(args) -> int:
+    components = _components(args)
+    store = components.store
+    papers, chunks = store.counts()
+    manifest = store.manifest() or {}
+    stats = {
+        "papers": papers,
+        "chunks": chunks,
+        "embedding_model": manifest.get("embedding_model") or components.embedder.name,
+        "chunk_max_tokens": manifest.get("chunk_max_tokens"),
+        "store": store.location,
+        "collection": components.settings.collection,
+    }
+    if args.json:
+        print(json.dumps(stats))
+    else:
+        for key, value in stats.items():
+            print(f"{key}: {value}")
+    return 0
+
+
+def cmd_eval(args) -> int:
+    from rag.evaluation import beir_metrics, dev_metrics, load_beir, load_dev
+
+    components = _components(args)
+    if args.beir:
+        queries, qrels = load_beir(Path(args.beir), args.split)
+        retriever = components.retriever
+        retriever.refresh()
+
+        def search(texts: list[str]) -> list[list[str]]:
+            results = retriever.search_many(texts, 100)
+            return [[h.paper_id for h in hits] for hits in results]
+
+        metrics = beir_metrics(queries, qrels, search)
+    else:
+        if not args.file:
+            raise QueryError("give an evaluation file (e.g. data/eval/dev.jsonl) or --beir DIR")
+        ensure_index(components)
+        questions = load_dev(Path(args.file))
+        results = components.retriever.search_many([q.question for q in questions], 10)
+        metrics = dev_metrics(questions, results)
+    if args.json:
+        print(json.dumps(metrics))
+    else:
+        for key, value in metrics.items():
+            print(f"{key}: {value:.4f}" if isinstance(value, float) else f"{key}: {value}")
+    return 0
+
+
+# --- entry point ---------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="paperchat", description="Ask questions about research papers from their abstracts, with citations."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("ingest", help="index abstracts (default: the bundled ICML 2026 corpus)")
+    p.add_argument("paths", nargs="*", help="files or folders: .txt (one abstract per paragraph), .jsonl, .json, .csv")
+    p.add_argument("--rebuild", action="store_true", help="drop the index and build it again")
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("search", help="find the papers that match a question")
+    p.add_argument("question", nargs="*")
+    p.add_argument("--k", type=int, default=None, help="papers to return (default: PAPERCHAT_TOP_K)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--batch", metavar="FILE", help="JSON Lines file with a 'question' per line ('-': stdin)")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("prompt", help="an interactive search prompt")
+    p.add_argument("--k", type=int, default=None)
+    p.set_defaults(func=cmd_prompt)
+
+    p = sub.add_parser("stats", help="what the index holds")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("eval", help="measure retrieval on a question file or a BEIR dataset")
+    p.add_argument("file", nargs="?", help="questions with gold papers (format of data/eval/dev.jsonl)")
+    p.add_argument("--beir", metavar="DIR", help="BEIR dataset folder (corpus must be ingested)")
+    p.add_argument("--split", default="test", help="BEIR qrels split (default: test)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_eval)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "k", None) is not None and args.k < 1:
+        parser.error("--k must be at least 1")
+    try:
+        return int(args.func(args) or 0)
+    except PaperchatError as e:
+        _err(f"error: {e}")
+        return e.exit_code
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return 130
+    except BrokenPipeError:
+        # `paperchat search ... | head`: the reader left; not an error worth a message.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as e:
+        if os.environ.get("PAPERCHAT_DEBUG"):
+            raise
+        _err(f"internal error: {type(e).__name__}: {e} (this is a bug; rerun with PAPERCHAT_DEBUG=1 for details)")
+        return 70
+
+
+if __name__ == "__main__":
+    sys.exit(main())

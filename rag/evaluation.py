@@ -1,0 +1,122 @@
+"""Retrieval metrics: our dev-set format and BEIR (nDCG@10, recall@100).
+
+Dev format (``data/eval/dev.jsonl``): one object a line with ``question``, ``type`` and ``gold``, a list
+of ``{"file", "ordinal"}``. Metrics, all at the paper level:
+
+* recall@k: share of single-paper questions whose gold paper is in the top k;
+* MRR: mean reciprocal rank of that paper (0 when outside the results);
+* set recall@10: for ``multi`` questions, the share of their gold papers found in the top 10, averaged.
+
+Unanswerable questions (empty ``gold``) are not counted here; answers are judged elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag.errors import CorpusError
+from rag.types import Hit
+
+
+@dataclass
+class DevQuestion:
+    question: str
+    kind: str
+    gold: list[tuple[str, int]]
+
+
+def read_jsonl(path: Path, what: str) -> list[dict]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise CorpusError(f"cannot read {what} file {path}: {e}") from e
+    rows = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as e:
+            raise CorpusError(f"{path}: line {number}: not valid JSON ({e.msg}): fix or remove the line") from e
+        if not isinstance(row, dict):
+            raise CorpusError(f"{path}: line {number}: expected a JSON object")
+        rows.append(row)
+    return rows
+
+
+def load_dev(path: Path) -> list[DevQuestion]:
+    out = []
+    for number, row in enumerate(read_jsonl(path, "evaluation"), start=1):
+        if not isinstance(row.get("question"), str):
+            raise CorpusError(f"{path}: record {number}: no 'question' string")
+        gold = [(str(g["file"]), int(g["ordinal"])) for g in row.get("gold") or []]
+        out.append(DevQuestion(row["question"], str(row.get("type", "")), gold))
+    return out
+
+
+def dev_metrics(questions: Sequence[DevQuestion], results: Sequence[Sequence[Hit]]) -> dict[str, float]:
+    single_ranks: list[int | None] = []
+    set_recalls: list[float] = []
+    for q, hits in zip(questions, results, strict=True):
+        keys = [(h.source, h.ordinal) for h in hits]
+        if not q.gold:
+            continue
+        if q.kind == "multi" or len(q.gold) > 1:
+            top = set(keys[:10])
+            set_recalls.append(sum(g in top for g in q.gold) / len(q.gold))
+            continue
+        single_ranks.append(keys.index(q.gold[0]) + 1 if q.gold[0] in keys else None)
+    n = max(len(single_ranks), 1)
+    metrics = {f"recall@{k}": sum(r is not None and r <= k for r in single_ranks) / n for k in (1, 5, 10)}
+    metrics["mrr"] = sum(1 / r for r in single_ranks if r is not None) / n
+    metrics["set_recall@10"] = sum(set_recalls) / len(set_recalls) if set_recalls else float("nan")
+    metrics["questions"] = len(single_ranks)
+    metrics["multi_questions"] = len(set_recalls)
+    return metrics
+
+
+# --- BEIR ----------------------------------------------------------------------------------------
+
+
+def load_beir(folder: Path, split: str = "test") -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+    """(queries by id, qrels: query id -> {doc id: relevance}) for one split."""
+    qrels_file = folder / "qrels" / f"{split}.tsv"
+    if not qrels_file.is_file():
+        raise CorpusError(f"{qrels_file} not found: point --beir at a BEIR dataset folder (with qrels/{split}.tsv)")
+    qrels: dict[str, dict[str, int]] = {}
+    for number, line in enumerate(qrels_file.read_text(encoding="utf-8").splitlines(), start=1):
+        parts = line.strip().split("\t")
+        if number == 1 and parts[0] == "query-id" or len(parts) < 3:
+            continue
+        qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
+    queries = {str(r["_id"]): str(r["text"]) for r in read_jsonl(folder / "queries.jsonl", "queries")}
+    return {qid: queries[qid] for qid in qrels if qid in queries}, qrels
+
+
+def ndcg_at_k(ranked: Sequence[str], relevant: dict[str, int], k: int = 10) -> float:
+    """nDCG@k as pytrec_eval / BEIR compute it (linear gain, log2 discount)."""
+    dcg = sum(relevant.get(doc, 0) / math.log2(i + 2) for i, doc in enumerate(ranked[:k]))
+    ideal = sorted(relevant.values(), reverse=True)[:k]
+    idcg = sum(rel / math.log2(i + 2) for i, rel in enumerate(ideal))
+    return dcg / idcg if idcg > 0 else 0.0
+
+
+def recall_at_k(ranked: Sequence[str], relevant: dict[str, int], k: int = 100) -> float:
+    positives = {d for d, r in relevant.items() if r > 0}
+    return len(positives & set(ranked[:k])) / len(positives) if positives else 0.0
+
+
+def beir_metrics(
+    queries: dict[str, str],
+    qrels: dict[str, dict[str, int]],
+    search: Callable[[list[str]], list[list[str]]],
+) -> dict[str, float]:
+    ids = list(queries)
+    rankings = search([queries[q] for q in ids])
+    ndcg = [ndcg_at_k(r, qrels[q]) for q, r in zip(ids, rankings, strict=True)]
+    recall = [recall_at_k(r, qrels[q]) for q, r in zip(ids, rankings, strict=True)]
+    return {"ndcg@10": sum(ndcg) / len(ndcg), "recall@100": sum(recall) / len(recall), "queries": len(ids)}

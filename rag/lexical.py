@@ -1,0 +1,188 @@
+"""The lexical (BM25) half of hybrid search, kept in step with the Chroma store.
+
+The BM25 index is derived data: it is rebuilt from the store's chunks whenever its recorded
+``generation`` differs from the store's, so several processes (or machines sharing one Chroma server)
+each keep a correct copy, and a missing or damaged copy is never fatal. It is saved with bm25s's own
+format (NumPy arrays loaded with ``allow_pickle=False`` plus JSON), written to a temporary folder and
+swapped in, so a killed process never leaves half an index behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+FORMAT_VERSION = 1
+_TOKEN = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class LexicalParams:
+    k1: float = 1.2
+    b: float = 0.75
+    stem: bool = True
+    stopwords: bool = True
+
+
+class Analyzer:
+    """Lower-cases, splits, drops stopwords and stems; "MA-RAG" yields "ma", "rag" and "ma-rag"."""
+
+    def __init__(self, params: LexicalParams) -> None:
+        self.params = params
+
+    @cached_property
+    def _stemmer(self):
+        if not self.params.stem:
+            return None
+        import Stemmer
+
+        return Stemmer.Stemmer("english")
+
+    @cached_property
+    def _stopwords(self) -> frozenset[str]:
+        if not self.params.stopwords:
+            return frozenset()
+        from bm25s.stopwords import STOPWORDS_EN
+
+        return frozenset(STOPWORDS_EN)
+
+    def __call__(self, text: str) -> list[str]:
+        words: list[str] = []
+        for match in _TOKEN.finditer(text.lower()):
+            word = match.group(0)
+            if "-" in word or "'" in word:
+                parts = [p for p in re.split(r"[-']", word) if p]
+                words.extend(p for p in parts if p not in self._stopwords)
+                if "-" in word:
+                    words.append(word)  # the compound itself: exact method names match strongly
+            elif word not in self._stopwords:
+                words.append(word)
+        if self._stemmer is None:
+            return words
+        return [w if "-" in w else s for w, s in zip(words, self._stemmer.stemWords(words), strict=True)]
+
+
+class LexicalIndex:
+    """BM25 over chunk texts (title prepended), persisted in ``folder``."""
+
+    def __init__(self, folder: Path, params: LexicalParams | None = None) -> None:
+        self.folder = folder
+        self.params = params or LexicalParams()
+        self.analyze = Analyzer(self.params)
+        self._bm25 = None
+        self.chunk_ids: list[str] = []
+        self.paper_ids: list[str] = []
+        self.generation: int | None = None
+
+    def __len__(self) -> int:
+        return len(self.chunk_ids)
+
+    @property
+    def _state_file(self) -> Path:
+        return self.folder / "state.json"
+
+    def _settings_key(self) -> dict:
+        return {"format": FORMAT_VERSION, **self.params.__dict__}
+
+    def build(self, rows: Iterable[tuple[str, str, str]], generation: int) -> None:
+        """Index ``(chunk_id, paper_id, text)`` rows and save the result."""
+        import bm25s
+
+        chunk_ids: list[str] = []
+        paper_ids: list[str] = []
+        corpus: list[list[str]] = []
+        for chunk_id, paper_id, text in rows:
+            chunk_ids.append(chunk_id)
+            paper_ids.append(paper_id)
+            corpus.append(self.analyze(text) or ["\u2205"])  # bm25s rejects empty documents
+        bm25 = bm25s.BM25(k1=self.params.k1, b=self.params.b)
+        if corpus:
+            bm25.index(corpus, show_progress=False)
+        self._bm25 = bm25 if corpus else None
+        self.chunk_ids, self.paper_ids, self.generation = chunk_ids, paper_ids, generation
+        self._save()
+
+    def _save(self) -> None:
+        self.folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.folder.with_name(f".{self.folder.name}.{uuid.uuid4().hex}.tmp")
+        tmp.mkdir(parents=True)
+        try:
+            if self._bm25 is not None:
+                self._bm25.save(str(tmp / "bm25"))
+            (tmp / "ids.json").write_text(json.dumps({"chunk_ids": self.chunk_ids, "paper_ids": self.paper_ids}))
+            state = {"generation": self.generation, "count": len(self.chunk_ids), **self._settings_key()}
+            (tmp / "state.json").write_text(json.dumps(state))
+            old = self.folder.with_name(f".{self.folder.name}.{uuid.uuid4().hex}.old")
+            if self.folder.exists():
+                os.replace(self.folder, old)
+            os.replace(tmp, self.folder)
+            shutil.rmtree(old, ignore_errors=True)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    def load(self, generation: int) -> bool:
+        """Load the saved index if it matches ``generation`` and these parameters; False when stale."""
+        import bm25s
+
+        try:
+            state = json.loads(self._state_file.read_text())
+            if state.get("generation") != generation or any(
+                state.get(k) != v for k, v in self._settings_key().items()
+            ):
+                return False
+            ids = json.loads((self.folder / "ids.json").read_text())
+            bm25 = None
+            if state["count"]:
+                bm25 = bm25s.BM25.load(str(self.folder / "bm25"), mmap=False)
+        except (OSError, ValueError, KeyError, TypeError):
+            return False  # missing or damaged: the caller rebuilds it from the store
+        self._bm25 = bm25
+        self.chunk_ids, self.paper_ids, self.generation = ids["chunk_ids"], ids["paper_ids"], generation
+        return len(self.chunk_ids) == state["count"]
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every chunk for ``query`` (zeros when no query word is in the index)."""
+        if self._bm25 is None:
+            return np.zeros(len(self.chunk_ids), dtype=np.float32)
+        vocab = self._bm25.vocab_dict
+        tokens = [t for t in self.analyze(query) if t in vocab]
+        if not tokens:
+            return np.zeros(len(self.chunk_ids), dtype=np.float32)
+        return np.asarray(self._bm25.get_scores(tokens), dtype=np.float32)
+
+    def top(self, query: str, n: int) -> list[tuple[int, float]]:
+        """The ``n`` best (row, score) pairs with a positive score."""
+        scores = self.scores(query)
+        if not len(scores):
+            return []
+        n = min(n, len(scores))
+        rows = np.argpartition(-scores, n - 1)[:n]
+        rows = rows[np.argsort(-scores[rows], kind="stable")]
+        return [(int(r), float(scores[r])) for r in rows if scores[r] > 0]
+
+
+def rows_with_titles(rows: Iterable[tuple[str, str, str]], titles: dict[str, str]) -> Iterable[tuple[str, str, str]]:
+    """Prepend each paper's title to its chunks: titles and method names are strong lexical evidence."""
+    for chunk_id, paper_id, text in rows:
+        title = titles.get(paper_id, "")
+        yield chunk_id, paper_id, f"{title}. {text}" if title else text
+
+
+def paper_max(rows: Sequence[tuple[int, float]], paper_ids: Sequence[str]) -> dict[str, tuple[float, int]]:
+    """Best score per paper, with the row that gave it."""
+    best: dict[str, tuple[float, int]] = {}
+    for row, score in rows:
+        pid = paper_ids[row]
+        if pid not in best or score > best[pid][0]:
+            best[pid] = (score, row)
+    return best

@@ -1,0 +1,380 @@
+"""Short readable labels for abstracts that come without a title.
+
+The bundled corpus (and many scraped ones) has abstracts only, but people scan a list of sources by
+title. Most abstracts name the method, system or benchmark they introduce ("We propose FedSSM, which
+..."), and that name is what readers remember, so it is the best label. When there is no such name we
+fall back to a short phrase from the first sentence.
+
+Everything here is heuristic and works on plain strings: no model, no corpus-specific word lists
+beyond a few generic field acronyms that are never the name of a new method.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# --- text clean-up -----------------------------------------------------------------------------
+
+# ``\textbf{X}``, ``\emph{X}``, ``\mathrm{X}``...: keep X (applied repeatedly for nesting).
+_LATEX_ARG = re.compile(r"\\[A-Za-z]+\s*\{([^{}]*)\}")
+# ``{\em X}`` and ``{\bf X}``.
+_LATEX_GROUP = re.compile(r"\{\\[A-Za-z]+\s+([^{}]*)\}")
+_LATEX_CMD = re.compile(r"\\([A-Za-z]+)")
+_LATEX_ESCAPE = re.compile(r"\\([%&#$_{}])")
+# Markdown emphasis and code marks, quotes: dropped, the words stay.
+_MARKS = re.compile(r"[*`$^{}\"“”„‘’]|''|(?<![A-Za-z0-9])_+|_+(?![A-Za-z0-9])")
+_DASHES = re.compile(r"\s*(?:---|--|—|–)\s*")
+_PARENTHETICAL = re.compile(r"\s*\([^()]*\)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+
+# --- where new names show up -------------------------------------------------------------------
+
+_INTRO = re.compile(
+    r"\b(?:we|this (?:paper|work|study)|our (?:paper|work))\s+"
+    r"(?:(?:first|further|also|then|here|now|therefore|thus|hence)\s+)?"
+    r"(?:propose|introduce|present|develop|design|release|unveil|contribute)[sd]?"
+    r"(?:\s+and\s+[a-z]+)?\s+",
+    re.IGNORECASE,
+)
+_CALLED = re.compile(r"\b(?:called|named|dubbed)\s+")
+_TERMED = re.compile(r"\btermed\s+")
+_WE_TERM = re.compile(r"\bwe\s+(?:term|call|name|dub)\s+", re.IGNORECASE)
+_OUR_THING = re.compile(
+    r"\bour\s+(?:[\w-]+\s+){0,3}?(?:method|approach|framework|model|system|algorithm|benchmark|dataset|tool|"
+    r"agent|architecture|pipeline|library|toolkit)\s*,\s+",
+    re.IGNORECASE,
+)
+_OPENING_NAME = re.compile(r"^\s*(\S+)\s+(?:is|are)\s+(?:a|an|the)\b")
+
+# --- what a name looks like --------------------------------------------------------------------
+
+_TOKEN_TRIM = ".,;:!?()[]'\"“”‘’"
+_HAS_LETTER = re.compile(r"[A-Za-z]")
+# FedSSM, CogRouter, MoDEX (lower then upper); SPARe, XYZFlow (caps then lower, not a plural "s").
+_INNER_CAPS = re.compile(r"[a-z][A-Z]|[A-Z]{2,}[a-z](?!$)|[A-Z]{2,}[a-rt-z]$")
+_ACRONYM = re.compile(r"^[A-Z][A-Z0-9]+s?$")
+
+# Field acronyms that a paper uses but never introduces; never taken as the paper's "name".
+GENERIC_ACRONYMS = frozenset(
+    """
+    ai api asr cnn cot cpu cv dnn dpo dr gan gd gnn gpt gpu iid kl llm lm lvlm mdp ml mllm mlp moe nlp
+    ode ood pde pomdp ppo qa rag rl rlhf rnn sde sgd sota tpu tts vae vit vlm vqa
+    """.split()
+)
+
+_ARTICLES = frozenset({"the", "a", "an"})
+_CONNECTORS = frozenset({"of", "and", "for", "with", "in", "on", "to", "via"})
+_PREPOSITIONS = frozenset(
+    {"for", "in", "on", "of", "to", "with", "from", "via", "across", "under", "over", "between", "against",
+     "into", "by", "at", "through", "within", "without", "towards", "toward", "beyond"}
+)
+_APPOSITIVE_NEXT = frozenset({"a", "an", "the", "which", "that", "one", "our", "whose"})
+_HEAD_NOUNS = frozenset(
+    {"model", "models", "framework", "method", "benchmark", "dataset", "algorithm", "architecture", "engine",
+     "network", "agent", "system", "library", "toolkit", "suite", "estimator", "estimators", "module"}
+)
+_STOPWORDS = _PREPOSITIONS | _ARTICLES | frozenset(
+    {"and", "or", "but", "nor", "yet", "so", "that", "which", "who", "whose", "where", "when", "while", "as",
+     "is", "are", "was", "were", "be", "been", "has", "have", "had", "can", "could", "may", "might", "will",
+     "would", "should", "must", "its", "their", "this", "these", "those", "such", "than", "not", "very", "both"}
+)
+_BREAK_WORDS = _PREPOSITIONS | frozenset(
+    {"which", "that", "where", "whose", "and", "or", "but", "yet", "is", "are", "was", "were", "has", "have",
+     "had", "can", "could", "may", "might", "will", "would", "should", "must"}
+)
+# Lead-ins that say nothing about the topic: "In this paper, we study ...".
+_LEAD_INS = re.compile(
+    r"^(?:(?:in|within) (?:this|the present|our) (?:paper|work|study|article),?\s*)?"
+    r"(?:(?:this|the present|our) (?:paper|work|study|article)\s+(?:presents|proposes|introduces|studies|"
+    r"investigates|deals with|addresses|considers|examines|explores|analyzes|analyses|revisits)\s+"
+    r"|we\s+(?:(?:first|here|now)\s+)?(?:are\s+considering|study|consider|investigate|show that|show|examine|"
+    r"explore|analyze|analyse|address|revisit|present|propose|introduce|tackle|focus on)\s+)?"
+    r"(?:(?:the|a|an) (?:problem|task|question|challenge) of\s+)?",
+    re.IGNORECASE,
+)
+# "As X grows, ..." keeps X; "Contrary to X, Y" keeps Y.
+_SUBORDINATOR = re.compile(r"^(?:as|while|although|though|when|whereas|since|because|if)\s+", re.IGNORECASE)
+_CONCESSIVE = re.compile(r"^(?:contrary to|despite|unlike|in contrast to|beyond|given)\b[^,]*,\s*", re.IGNORECASE)
+_CLAUSE_BREAK = re.compile(r"\s*(?:[;:]|,|\s—\s|\s(?:which|where|whereas|but|while|whose)\s)\s*")
+
+STRONG, MEDIUM = 2, 1
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A possible name with how sure we are (``strength``) and where it was found (``position``)."""
+
+    name: str
+    strength: int
+    position: int
+
+
+def derive_title(abstract: str, max_words: int = 8) -> str:
+    """A short label for an untitled abstract: the name it introduces, else a phrase from its first sentence."""
+    max_words = max(1, max_words)
+    text = _clean(abstract)
+    if not text:
+        return "Untitled abstract"
+    candidates = [c for c in _name_candidates(text, max_words) if len(c.name.split()) <= max_words]
+    if candidates:
+        best = min(candidates, key=lambda c: (-c.strength, c.position))
+        return _capitalise(best.name)
+    return _first_sentence_phrase(text, max_words) or "Untitled abstract"
+
+
+# --- clean-up ----------------------------------------------------------------------------------
+
+
+def _clean(text: str) -> str:
+    """Drop LaTeX and Markdown markup so ``\\textbf{Fed-Kalter}`` and ``**MA-RAG**`` read as plain names."""
+    text = _LATEX_ESCAPE.sub(r"\1", text)
+    for _ in range(5):
+        new = _LATEX_GROUP.sub(r"\1", _LATEX_ARG.sub(r"\1", text))
+        if new == text:
+            break
+        text = new
+    text = _LATEX_CMD.sub(r"\1", text)
+    text = _MARKS.sub("", text)
+    text = _DASHES.sub(" — ", text)
+    return " ".join(text.split())
+
+
+def _capitalise(phrase: str) -> str:
+    return phrase[:1].upper() + phrase[1:] if phrase else phrase
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in _SENTENCE_END.split(text) if s]
+
+
+# --- names -------------------------------------------------------------------------------------
+
+
+def _trim(token: str) -> str:
+    return token.strip(_TOKEN_TRIM)
+
+
+def is_generic(token: str) -> bool:
+    """True for field acronyms (LLM, LLMs, RL, PDE, CoT...) that are never the introduced method."""
+    word = _trim(token)
+    key = word[:-1] if word.endswith("s") and len(word) > 2 and word[:-1].isupper() else word
+    return key.lower() in GENERIC_ACRONYMS
+
+
+def looks_coined(token: str) -> bool:
+    """A coined name: FedSSM, MoDEX, CogRouter, MA-RAG, Agent0-VL, T2PO; not We, This, LLMs, Large."""
+    word = _trim(token)
+    if len(word) < 2 or not _HAS_LETTER.search(word) or is_generic(word):
+        return False
+    parts = [p for p in word.split("-") if p]
+    if any(_INNER_CAPS.search(p) for p in parts):
+        return True
+    if any(ch.isdigit() for ch in word) and any(ch.isupper() for ch in word) and len(word) >= 3:
+        return True
+    # MA-RAG, PR-BAST, VAE-Diffusion: every part capitalised, one an acronym; not "EM-based", "GRPO-style".
+    return (
+        len(parts) > 1
+        and all(p[0].isupper() or p[0].isdigit() for p in parts)
+        and any(_ACRONYM.match(p) and not is_generic(p) for p in parts)
+    )
+
+
+def _is_acronym(token: str) -> bool:
+    word = _trim(token)
+    return bool(_ACRONYM.match(word)) and not is_generic(word)
+
+
+def _name_like(token: str) -> bool:
+    return looks_coined(token) or _is_acronym(token)
+
+
+def _is_capitalised(token: str) -> bool:
+    word = _trim(token)
+    return bool(word) and (word[0].isupper() or (word[0].isdigit() and _HAS_LETTER.search(word) is not None))
+
+
+def _long_enough(name: str) -> bool:
+    """Two-letter acronyms (PV, CT) are too cryptic to stand alone as a title."""
+    return sum(ch.isalnum() for ch in name) >= 3
+
+
+def _name_candidates(text: str, max_words: int) -> list[_Candidate]:
+    found: list[_Candidate] = []
+    for match in _INTRO.finditer(text):
+        candidate = _name_from_object(_rest_of_sentence(text, match.end()), max_words)
+        if candidate:
+            found.append(_Candidate(candidate[0], candidate[1], match.start()))
+    for pattern, coined_only in ((_CALLED, False), (_TERMED, True), (_WE_TERM, False), (_OUR_THING, False)):
+        for match in pattern.finditer(text):
+            candidate = _name_after_marker(_rest_of_sentence(text, match.end()), coined_only, max_words)
+            if candidate:
+                found.append(_Candidate(candidate[0], candidate[1], match.start()))
+    opening = _OPENING_NAME.match(text)
+    if opening and looks_coined(opening.group(1)):
+        found.append(_Candidate(_trim(opening.group(1)), STRONG, 0))
+    return found
+
+
+def _rest_of_sentence(text: str, start: int) -> str:
+    rest = text[start:]
+    end = _SENTENCE_END.search(rest)
+    return rest[: end.start()] if end else rest
+
+
+def _name_from_object(obj: str, max_words: int) -> tuple[str, int] | None:
+    """The name in what follows "we propose": ``FedSSM, which``, ``the Adaptive Memory Agent (AdaMEM)``..."""
+    words = obj.split()
+    while words and words[0].lower() in _ARTICLES:
+        words = words[1:]
+    if not words:
+        return None
+    if _name_like(words[0]) and not words[0].startswith("("):
+        run = _title_run(words[:4], max_words)  # "BFCL Audio, a benchmark" keeps both words
+        return (run[0], STRONG) if run else (_trim(words[0]), STRONG)
+    acronym = _defined_acronym(words)
+    if acronym:
+        return acronym, STRONG
+    run = _title_run(words, max_words)
+    if run:
+        return run
+    return _coined_in_noun_phrase(words)
+
+
+def _defined_acronym(words: list[str], window: int = 16) -> str | None:
+    """A parenthesised short name right after the long one: ``Linear Feature Path Minimization (LFPM)``.
+
+    Skipped when it abbreviates a lowercase phrase after a preposition, since that names the task or
+    domain ("confidence estimation in computed tomography (CT)"), not the contribution.
+    """
+    for i, word in enumerate(words[:window]):
+        if not word.startswith("("):
+            if word.endswith(","):  # past the name: "Caracal, a novel ... (MHF) module" is a part
+                return None
+            continue
+        inner = _trim(word.split(")")[0])
+        if not (_name_like(inner) and _long_enough(inner)):
+            continue
+        if _abbreviates_a_topic(words[:i]):
+            continue
+        return inner
+    return None
+
+
+def _abbreviates_a_topic(before: list[str]) -> bool:
+    long_form: list[str] = []
+    for word in reversed(before):
+        if word.lower() in _PREPOSITIONS:
+            return bool(long_form) and all(w[:1].islower() for w in long_form)
+        long_form.append(word)
+    return False
+
+
+def _title_run(words: list[str], max_words: int) -> tuple[str, int] | None:
+    """A run of Capitalised words ended by an appositive: ``Reward-Shaping Control Variates, a new family``."""
+    run: list[str] = []
+    ended_by = ""
+    i = 0
+    while i < len(words) and not ended_by:
+        word, i = words[i], i + 1
+        if word.startswith("("):
+            inner = _trim(word)
+            if not run or word.rstrip(",.;:")[-1:] != ")" or (_name_like(inner) and _long_enough(inner)):
+                return None
+            ended_by = word[-1] if word[-1] in ",.;:" else ""  # a cryptic "(LC)" inside the name: skip it
+            continue
+        is_connector = bool(run) and word.lower() in _CONNECTORS and i < len(words) and _is_capitalised(words[i])
+        is_head = bool(run) and word.rstrip(",.;:").lower() in _HEAD_NOUNS
+        if not (_is_capitalised(word) or is_connector or is_head):
+            i -= 1
+            break
+        run.append(_trim(word))
+        ended_by = word[-1] if word[-1] in ",.;:" else ""
+        if is_head and not ended_by:
+            break
+    if not run or len(run) > max_words or run[-1].lower() in _CONNECTORS:
+        return None
+    following = words[i].lower() if i < len(words) else ""
+    if ended_by == ",":
+        appositive = following in _APPOSITIVE_NEXT or following.endswith("ing")
+    else:
+        appositive = ended_by == "." or not following or following in {"which", "that", "—"}
+    if not appositive or (len(run) == 1 and not _name_like(run[0]) and ended_by != ","):
+        return None
+    strength = STRONG if len(run) == 1 or any(looks_coined(w) for w in run) else MEDIUM
+    return " ".join(run), strength
+
+
+def _coined_in_noun_phrase(words: list[str]) -> tuple[str, int] | None:
+    """``a lightweight PoLar prediction network``: a coined word inside the object's noun phrase."""
+    for word in words:
+        if word.lower() in _PREPOSITIONS or word.lower() in {"which", "that", "to"}:
+            break
+        if looks_coined(word):
+            return _trim(word), MEDIUM
+        if word[-1:] in ",;:.":
+            break
+    return None
+
+
+def _name_after_marker(rest: str, coined_only: bool, max_words: int) -> tuple[str, int] | None:
+    """What follows "called", "named", "termed", "we term" or "our method,"."""
+    words = rest.split()
+    if not words:
+        return None
+    if looks_coined(words[0]) or (not coined_only and _is_acronym(words[0])):
+        return _trim(words[0]), STRONG
+    if coined_only:
+        return None
+    phrase: list[str] = []
+    for word in words[: max_words + 1]:
+        if word.startswith("(") or word.lower() in {"which", "where", "that", "and", "—", "to"}:
+            break
+        phrase.append(_trim(word))
+        if word[-1:] in ",.;:)":
+            break
+    if not phrase or len(phrase) > max_words or not _HAS_LETTER.search(phrase[0]):
+        return None
+    return " ".join(phrase), MEDIUM
+
+
+# --- fallback phrase ---------------------------------------------------------------------------
+
+
+def _first_sentence_phrase(text: str, max_words: int) -> str:
+    """A short phrase from the first sentence, cut at a clause boundary and at ``max_words`` words."""
+    sentences = _sentences(text)
+    sentence = _PARENTHETICAL.sub("", sentences[0] if sentences else text).strip()
+    sentence = _LEAD_INS.sub("", sentence, count=1)
+    sentence = _CONCESSIVE.sub("", sentence, count=1)
+    sentence = _SUBORDINATOR.sub("", sentence, count=1)
+    words = _first_clause(sentence)
+    if len(words) > max_words:
+        words = _cut_back(words[:max_words])
+    while words and (words[0].lower() in _ARTICLES):
+        words = words[1:]
+    while words and _trim(words[-1]).lower() in _STOPWORDS:
+        words = words[:-1]
+    phrase = " ".join(words).strip(" ,;:.-—–!?'\"")
+    return _capitalise(phrase)
+
+
+def _first_clause(sentence: str) -> list[str]:
+    """Words up to the first clause boundary, but never fewer than three (``Large-scale, multi-subject``)."""
+    words: list[str] = []
+    for part in _CLAUSE_BREAK.split(sentence):
+        words.extend(part.split())
+        if len(words) >= 3:
+            break
+    return words
+
+
+def _cut_back(words: list[str]) -> list[str]:
+    """Cut before the last break word (preposition, conjunction, auxiliary) so the label ends on a whole phrase.
+
+    A cut that would leave a dangling article ("is an important") is skipped; then the window stays whole.
+    """
+    for i in range(len(words) - 1, 2, -1):
+        if words[i].lower() in _BREAK_WORDS and not any(w.lower() in _ARTICLES for w in words[i - 2 : i]):
+            return words[:i]
+    return words

@@ -1,0 +1,144 @@
+"""The data that flows between stages: papers, their chunks, search hits, answers and citations."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass(frozen=True)
+class Paper:
+    """One abstract with its metadata.
+
+    ``paper_id`` is stable across re-ingests: the record's own id where it has one, else derived from
+    the file name and the 1-based position (``ordinal``) of the abstract in that file.
+    """
+
+    paper_id: str
+    title: str
+    abstract: str
+    source: str
+    ordinal: int
+    authors: tuple[str, ...] = ()
+    urls: tuple[str, ...] = ()
+    venue: str = ""
+    year: int | None = None
+    title_given: bool = False
+
+    @property
+    def content_hash(self) -> str:
+        """Changes whenever anything we store about the paper changes."""
+        payload = json.dumps(asdict(self), sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:32]
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["authors"] = list(self.authors)
+        data["urls"] = list(self.urls)
+        return data
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of one paper's abstract that fits the embedding model's window."""
+
+    paper_id: str
+    index: int
+    text: str
+    start: int  # character offsets of the chunk in the abstract
+    end: int
+
+    @property
+    def chunk_id(self) -> str:
+        return f"{self.paper_id}::{self.index}"
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A paper found for a question, with the chunk that matched it best."""
+
+    rank: int
+    paper_id: str
+    title: str
+    score: float
+    source: str
+    ordinal: int
+    text: str
+    abstract: str = ""
+    dense_score: float = 0.0
+    lexical_score: float = 0.0
+
+    def to_dict(self, *, with_abstract: bool = False) -> dict:
+        data = {
+            "rank": self.rank,
+            "paper_id": self.paper_id,
+            "title": self.title,
+            "score": round(self.score, 6),
+            "source": self.source,
+            "ordinal": self.ordinal,
+            "text": self.text,
+        }
+        if with_abstract:
+            data["abstract"] = self.abstract
+        return data
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A source marker in an answer, mapped to a paper and checked against its abstract."""
+
+    marker: int
+    paper_id: str
+    title: str
+    source: str
+    ordinal: int
+    evidence: str = ""  # the abstract sentence that best supports the claim
+    support: float = 0.0  # similarity of the claim to ``evidence``, 0..1
+    claim: str = ""
+    weak: bool = False
+
+    def to_dict(self) -> dict:
+        return {
+            "marker": self.marker,
+            "paper_id": self.paper_id,
+            "title": self.title,
+            "source": self.source,
+            "ordinal": self.ordinal,
+            "evidence": self.evidence,
+            "support": round(self.support, 4),
+            "claim": self.claim,
+            "weak": self.weak,
+        }
+
+
+@dataclass
+class Answer:
+    """What the pipeline returns for one question."""
+
+    question: str
+    answer: str
+    citations: list[Citation] = field(default_factory=list)
+    sources: list[Hit] = field(default_factory=list)
+    backend: str = ""
+    grounded: bool = False
+    refused: bool = False
+    reasoning: str = ""
+    search_query: str = ""
+    invalid_markers: int = 0
+    interrupted: bool = False
+
+    def to_dict(self) -> dict:
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "citations": [c.to_dict() for c in self.citations],
+            "sources": [h.to_dict(with_abstract=False) for h in self.sources],
+            "backend": self.backend,
+            "grounded": self.grounded,
+            "refused": self.refused,
+            "reasoning": self.reasoning,
+            "search_query": self.search_query,
+            "invalid_markers": self.invalid_markers,
+            "interrupted": self.interrupted,
+        }

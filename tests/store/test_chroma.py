@@ -1,0 +1,128 @@
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from rag.chunking import Chunker
+from rag.errors import IndexLocked, IndexMismatch
+from rag.ingest import Ingestor, index_manifest, ingest_lock
+from rag.types import Paper
+from store.chroma import ChromaStore
+
+
+def make_papers(n: int = 6) -> list[Paper]:
+    topics = ["federated learning clients", "heart sound synthesis", "tabular anomaly detection",
+              "graph neural networks", "reinforcement learning robots", "retrieval augmented generation"]
+    return [
+        Paper(f"f.txt#{i + 1}", f"Title {i}", f"We study {topics[i % len(topics)]}. " * (1 + i % 3) + "It works.",
+              "f.txt", i + 1)
+        for i in range(n)
+    ]
+
+
+@pytest.fixture
+def store(tmp_path):
+    return ChromaStore(path=tmp_path / "chroma", collection="test-papers")
+
+
+@pytest.fixture
+def ingestor(store, fake_embedder):
+    return Ingestor(store, fake_embedder, Chunker(fake_embedder.count_tokens, 12, 1))
+
+
+def all_chunks(store):
+    return sorted(store.iter_chunks())
+
+
+def test_ingest_stores_papers_and_chunks(store, ingestor):
+    report = ingestor.ingest(make_papers())
+    assert report.added == 6 and report.unchanged == 0
+    papers, chunks = store.counts()
+    assert papers == 6 and chunks == report.chunks_written >= 6
+    stored = store.get_papers(["f.txt#2"])["f.txt#2"]
+    assert stored == make_papers()[1]  # round-trips every field
+
+
+def test_reingest_unchanged_writes_nothing(store, ingestor, fake_embedder):
+    ingestor.ingest(make_papers())
+    before = all_chunks(store)
+    generation = store.generation()
+    calls = fake_embedder.calls
+    report = ingestor.ingest(make_papers())
+    assert report.unchanged == 6 and report.chunks_written == 0 and report.added == report.updated == 0
+    assert fake_embedder.calls == calls  # nothing embedded
+    assert store.generation() == generation  # nothing written
+    assert all_chunks(store) == before
+
+
+def test_changed_abstract_replaces_its_chunks(store, ingestor):
+    papers = make_papers()
+    ingestor.ingest(papers)
+    long_before = [c for c in all_chunks(store) if c[1] == "f.txt#3"]
+    assert len(long_before) > 1
+    papers[2] = dataclasses.replace(papers[2], abstract="Now a short abstract.")
+    report = ingestor.ingest(papers)
+    assert report.updated == 1 and report.unchanged == 5
+    after = [c for c in all_chunks(store) if c[1] == "f.txt#3"]
+    assert [c[2] for c in after] == ["Now a short abstract."]  # old chunks gone, no duplicates
+    assert store.counts()[0] == 6
+
+
+def test_paper_removed_from_a_complete_source_is_deleted(store, ingestor):
+    papers = make_papers()
+    ingestor.ingest(papers)
+    ingestor.ingest(papers[:4], complete_sources={"f.txt"})
+    assert store.counts()[0] == 4
+    assert not [c for c in all_chunks(store) if c[1] in ("f.txt#5", "f.txt#6")]
+
+
+def test_incomplete_source_keeps_stored_papers(store, ingestor):
+    papers = make_papers()
+    ingestor.ingest(papers)
+    ingestor.ingest(papers[:4], complete_sources=set())  # the file had a bad record: keep what is stored
+    assert store.counts()[0] == 6
+
+
+def test_other_model_is_a_clear_mismatch(store, ingestor, fake_embedder):
+    ingestor.ingest(make_papers())
+    manifest = index_manifest(fake_embedder, ingestor.chunker)
+    with pytest.raises(IndexMismatch, match="paperchat ingest --rebuild"):
+        store.check_manifest({**manifest, "embedding_model": "another-model"})
+    with pytest.raises(IndexMismatch, match="chunk_max_tokens"):
+        store.check_manifest({**manifest, "chunk_max_tokens": 128})
+
+
+def test_interrupted_write_resumes_to_clean_state(tmp_path, fake_embedder):
+    papers = make_papers()
+    clean = ChromaStore(path=tmp_path / "clean", collection="test-papers")
+    Ingestor(clean, fake_embedder, Chunker(fake_embedder.count_tokens, 12, 1)).ingest(papers)
+
+    broken = ChromaStore(path=tmp_path / "broken", collection="test-papers")
+    ingestor = Ingestor(broken, fake_embedder, Chunker(fake_embedder.count_tokens, 12, 1))
+    real_write = broken.write_paper
+    written = []
+
+    def dying_write(paper, chunks, vectors):
+        if len(written) == 3:
+            # Chunks of the 4th paper land, its record does not: as if killed in between.
+            broken._chunks.upsert(ids=[c.chunk_id for c in chunks], embeddings=vectors,
+                                  documents=[c.text for c in chunks],
+                                  metadatas=[{"paper_id": c.paper_id, "chunk": c.index, "start": c.start,
+                                              "end": c.end} for c in chunks])
+            raise KeyboardInterrupt
+        written.append(paper.paper_id)
+        real_write(paper, chunks, vectors)
+
+    broken.write_paper = dying_write
+    with pytest.raises(KeyboardInterrupt):
+        ingestor.ingest(papers)
+    broken.write_paper = real_write
+    ingestor.ingest(papers)
+    assert broken.counts() == clean.counts()
+    assert all_chunks(broken) == all_chunks(clean)
+
+
+def test_second_ingest_is_locked_out(tmp_path):
+    with ingest_lock(tmp_path), pytest.raises(IndexLocked, match="another ingest"), ingest_lock(tmp_path):
+        pass
