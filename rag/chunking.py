@@ -35,7 +35,8 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
         end = match.start()
         # Keep the closing quote/bracket with the sentence that it closes.
         end += len(match.group(0)) - len(match.group(0).lstrip("\"')]"))
-        if end <= start or _ends_with_abbreviation(text[start:end]):
+        # Only the tail matters, and slicing the whole growing sentence would be quadratic.
+        if end <= start or _ends_with_abbreviation(text[max(start, end - 40) : end]):
             continue
         following = text[match.end() : match.end() + 1]
         if following and following.islower():

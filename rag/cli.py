@@ -44,15 +44,16 @@ def run_ingest(components, paths: Sequence[str], *, rebuild: bool = False, quiet
     targets = [Path(p) for p in paths] or [settings.corpus_dir]
     started = time.monotonic()
     result = load_corpus(targets)
+    rejected = [p for p in result.problems if not p.kept]
     for problem in result.problems:
-        _err(f"skipped {problem}")
+        _err(f"{'warning' if problem.kept else 'skipped'} {problem}")
     if not result.papers:
         raise CorpusError(
             f"nothing to ingest: no valid abstracts in {', '.join(map(str, targets))} "
             "(supported: .txt one abstract per paragraph, .jsonl/.json, .csv)"
         )
-    problem_files = {Path(p.path).name for p in result.problems}
-    complete = {f.name for f in result.files} - problem_files
+    # Only a file read without rejections is complete: papers missing from it were really removed.
+    complete = {f.name for f in result.files} - {Path(p.path).name for p in rejected}
     with ingest_lock(settings.data_dir):
         if rebuild:
             components.store.reset()
@@ -61,8 +62,8 @@ def run_ingest(components, paths: Sequence[str], *, rebuild: bool = False, quiet
     if not quiet:
         print(f"ingested {len(result.papers)} papers from {len(result.files)} files in {elapsed:.1f}s: "
               f"{report.summary()}")
-    if result.problems:
-        _err(f"{len(result.problems)} problem(s) above: those records were not stored; fix them and run again")
+    if rejected:
+        _err(f"{len(rejected)} problem(s) above: those records were not stored; fix them and run again")
         return EXIT_REJECTED
     return 0
 
@@ -83,17 +84,20 @@ def ensure_index(components) -> None:
 
 
 def _read_batch(path: str) -> list[dict]:
-    from rag.evaluation import read_jsonl
+    from rag.evaluation import parse_jsonl, read_jsonl
 
-    source = Path(path)
-    if path == "-":
-        rows = [json.loads(line) for line in sys.stdin if line.strip()]
-    else:
-        rows = read_jsonl(source, "batch")
+    rows = parse_jsonl(sys.stdin.read().splitlines(), "stdin") if path == "-" else read_jsonl(Path(path), "batch")
     for number, row in enumerate(rows, start=1):
         if not isinstance(row.get("question"), str):
             raise QueryError(f"{path}: record {number}: no 'question' string (expected {{\"question\": \"...\"}})")
     return rows
+
+
+def _question_arg(words: Sequence[str]) -> str:
+    """The question from the command line; ``-`` reads it from stdin (for questions longer than argv allows)."""
+    if list(words) == ["-"]:
+        return sys.stdin.read()
+    return " ".join(words)
 
 
 def _print_hits(hits) -> None:
@@ -117,7 +121,7 @@ def cmd_search(args) -> int:
         return 0
     if not args.question:
         raise QueryError("give a question, e.g. paperchat search \"state space models for client selection\"")
-    question = " ".join(args.question)
+    question = _question_arg(args.question)
     hits = retriever.search(question, args.k)
     if args.json:
         print(json.dumps({"query": question, "hits": [h.to_dict() for h in hits]}, ensure_ascii=False))
@@ -213,7 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("search", help="find the papers that match a question")
-    p.add_argument("question", nargs="*")
+    p.add_argument("question", nargs="*", help="the question ('-': read it from stdin)")
     p.add_argument("--k", type=int, default=None, help="papers to return (default: PAPERCHAT_TOP_K)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--batch", metavar="FILE", help="JSON Lines file with a 'question' per line ('-': stdin)")

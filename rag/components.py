@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from rag.embedding import Embedder, ProgressBar, SentenceTransformerEmbedder
-from rag.ingest import Ingestor, make_chunker
+from rag.ingest import Ingestor, index_manifest, make_chunker
 from rag.lexical import LexicalIndex
 from rag.retrieval import HybridRetriever
 from rag.settings import Settings
@@ -39,7 +39,9 @@ class Components:
 
     @cached_property
     def retriever(self) -> HybridRetriever:
-        return HybridRetriever.from_settings(self.settings, self.store, self.embedder, self.lexical)
+        manifest = index_manifest(self.embedder, self.chunker)
+        return HybridRetriever.from_settings(self.settings, self.store, self.embedder, self.lexical, manifest)
 
     def ingestor(self, *, show_progress: bool | None = None) -> Ingestor:
-        return Ingestor(self.store, self.embedder, self.chunker, progress=ProgressBar("embedding", enabled=show_progress))
+        progress = ProgressBar("embedding", enabled=show_progress)
+        return Ingestor(self.store, self.embedder, self.chunker, progress=progress)

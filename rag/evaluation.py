@@ -34,6 +34,11 @@ def read_jsonl(path: Path, what: str) -> list[dict]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as e:
         raise CorpusError(f"cannot read {what} file {path}: {e}") from e
+    return parse_jsonl(lines, str(path))
+
+
+def parse_jsonl(lines: Sequence[str], path: str) -> list[dict]:
+    """JSON objects, one a line; blank lines skipped; a bad line is a CorpusError naming it."""
     rows = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():

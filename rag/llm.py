@@ -19,6 +19,7 @@ import email.utils
 import json
 import logging
 import re
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -163,7 +164,7 @@ class _StreamState:
     finish_reason: str | None = None
     done: bool = False  # "[DONE]" or a complete non-streamed reply
     response_started: bool = False  # a 2xx status line arrived
-    splitter: ThinkSplitter = field(default_factory=lambda: ThinkSplitter())
+    splitter: ThinkSplitter = field(default_factory=ThinkSplitter)
 
     @property
     def partial(self) -> str:
@@ -177,10 +178,23 @@ class _StreamState:
 class _RetryableError(Exception):
     """Internal: this attempt failed in a way worth retrying; ``error`` is raised if no retry is left."""
 
-    def __init__(self, error: LLMError, wait: float | None = None) -> None:
+    def __init__(self, error: LLMError, reason: str, wait: float | None = None) -> None:
         super().__init__(str(error))
         self.error = error
+        self.reason = reason  # a few words for the log line
         self.wait = wait
+
+
+class _Secret:
+    """Holds the API key so that no ``repr``, ``vars()`` dump or traceback local shows it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "'***'"
 
 
 class _StreamRefusedError(Exception):
@@ -208,7 +222,7 @@ class OpenAIChatModel:
         label_prefix: str = "endpoint",
     ) -> None:
         self.base_url = base_url.strip().rstrip("/")
-        self._api_key = api_key or None
+        self._secret = _Secret(api_key) if api_key else None
         self.model = model or None
         self.timeout = float(timeout)
         self.retries = max(0, int(retries))
@@ -218,8 +232,13 @@ class OpenAIChatModel:
         self.label_prefix = label_prefix
         self._transport = transport
         self._client: httpx.Client | None = None
+        self._client_lock = threading.Lock()
         self._resolved_model: str | None = None
         self._shown_url = _display_url(self.base_url)
+
+    @property
+    def _api_key(self) -> str | None:
+        return self._secret.value if self._secret is not None else None
 
     @classmethod
     def from_settings(cls, settings: Any) -> OpenAIChatModel:
@@ -256,9 +275,10 @@ class OpenAIChatModel:
     # --- lifecycle -----------------------------------------------------------------------------
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        with self._client_lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
 
     def __enter__(self) -> OpenAIChatModel:
         return self
@@ -267,15 +287,16 @@ class OpenAIChatModel:
         self.close()
 
     def _http(self) -> httpx.Client:
-        if self._client is None:
-            host = (urlsplit(self.base_url).hostname or "").lower()
-            self._client = httpx.Client(
-                timeout=httpx.Timeout(self.timeout),
-                transport=self._transport,
-                # a proxy from the environment must not capture a server on this machine
-                trust_env=host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0"),
-            )
-        return self._client
+        with self._client_lock:
+            if self._client is None:
+                host = (urlsplit(self.base_url).hostname or "").lower()
+                self._client = httpx.Client(
+                    timeout=httpx.Timeout(self.timeout),
+                    transport=self._transport,
+                    # a proxy from the environment must not capture a server on this machine
+                    trust_env=host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0"),
+                )
+            return self._client
 
     def _headers(self) -> dict[str, str]:
         headers = {"Accept": "text/event-stream, application/json"}
@@ -301,7 +322,9 @@ class OpenAIChatModel:
         except httpx.TimeoutException as e:
             raise self._timeout_error("listing models") from e
         except httpx.TransportError as e:
-            raise _RetryableError(self._unreachable_error(e)) from e
+            raise _RetryableError(self._unreachable_error(e), _reason(e)) from e
+        except (httpx.HTTPError, httpx.InvalidURL) as e:
+            raise self._odd_http_error(e) from e
         if response.status_code >= 400:
             detail = _error_detail(response.content, self._api_key)
             if response.status_code == 404:
@@ -386,8 +409,15 @@ class OpenAIChatModel:
         """Sleep before the next attempt, or raise the final error when no retry is left."""
         if attempt >= self.retries:
             raise retry.error from retry.__cause__
-        wait = min(self.backoff * 2**attempt, MAX_BACKOFF) if retry.wait is None else retry.wait
-        _log.warning("%s; retrying in %.2f s (attempt %d of %d)", retry.error, wait, attempt + 2, self.retries + 1)
+        wait = backoff_delay(self.backoff, attempt) if retry.wait is None else retry.wait
+        _log.warning(
+            "LLM endpoint %s: %s; retrying in %.2f s (attempt %d of %d)",
+            self._shown_url,
+            retry.reason,
+            wait,
+            attempt + 2,
+            self.retries + 1,
+        )
         time.sleep(wait)
         return attempt + 1
 
@@ -424,9 +454,16 @@ class OpenAIChatModel:
                         LLMInterrupted,
                         f"the LLM endpoint at {self._shown_url} dropped the connection before answering "
                         f"({_reason(e)}). Check the server's log (it may have crashed or run out of memory)",
-                    )
+                    ),
+                    f"connection dropped before the answer ({_reason(e)})",
                 ) from e
-            raise _RetryableError(self._unreachable_error(e)) from e
+            raise _RetryableError(self._unreachable_error(e), _reason(e)) from e
+        except (httpx.HTTPError, httpx.InvalidURL) as e:  # e.g. a body that cannot be decoded
+            if state.complete:
+                return
+            if state.yielded:
+                raise self._interrupted(state, f"the reply could not be read ({_reason(e)})") from e
+            raise self._odd_http_error(e) from e
 
     def _handle_error_status(self, response: httpx.Response, raw: bytes, body: dict[str, Any], attempt: int) -> None:
         status = response.status_code
@@ -463,14 +500,16 @@ class OpenAIChatModel:
                     f"{where} kept answering 429 Too Many Requests ({tries}{said}). Wait a minute and ask again, "
                     "or raise PAPERCHAT_LLM_RETRIES",
                 ),
-                wait=_retry_after(response.headers.get("retry-after")),
+                "HTTP 429 Too Many Requests",
+                wait=retry_after_delay(response.headers.get("retry-after")),
             )
         if status >= 500:
             raise _RetryableError(
                 self._error(
                     LLMServerError,
                     f"{where} failed with HTTP {status} ({tries}{said}). Check the server's log, or try again later",
-                )
+                ),
+                f"HTTP {status}",
             )
         hint = "Check PAPERCHAT_LLM_BASE_URL and PAPERCHAT_LLM_MODEL"
         if re.search(r"context|too long|too many tokens|maximum.*tokens|max_tokens", detail, re.IGNORECASE):
@@ -667,6 +706,19 @@ class OpenAIChatModel:
             LLMUnavailable, f"cannot reach the LLM endpoint at {self._shown_url} ({_reason(error)}). {_START_HINT}"
         )
 
+    def _odd_http_error(self, error: Exception) -> LLMError:
+        if isinstance(error, httpx.InvalidURL):
+            return self._error(
+                LLMUnavailable,
+                f"the LLM endpoint URL {self._shown_url} is not a valid URL ({_one_line(str(error), 120)}). "
+                "Set PAPERCHAT_LLM_BASE_URL to something like http://127.0.0.1:11434/v1",
+            )
+        return self._error(
+            LLMProtocolError,
+            f"the reply of the LLM endpoint at {self._shown_url} could not be read ({_reason(error)}). "
+            "Check that PAPERCHAT_LLM_BASE_URL points at an OpenAI-compatible API",
+        )
+
     def _timeout_error(self, doing: str) -> LLMError:
         return self._error(
             LLMTimeout,
@@ -718,6 +770,34 @@ class OpenAIChatModel:
 
 
 # --- helpers -----------------------------------------------------------------------------------
+
+
+def backoff_delay(backoff: float, attempt: int) -> float:
+    """Seconds to wait before retry number ``attempt + 1``: ``backoff * 2**attempt``, capped at 8 s."""
+    return min(backoff * 2**attempt, MAX_BACKOFF)
+
+
+def retry_after_delay(value: str | None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (seconds or an HTTP date), capped at 30 s.
+
+    ``None`` when the header is absent or unreadable (the exponential backoff applies then).
+    """
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - datetime.now(UTC)).total_seconds()
+    if seconds != seconds:  # NaN
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
 
 
 def _display_url(url: str) -> str:
@@ -789,27 +869,7 @@ def _mentions_unknown_model(raw: bytes, lowered_detail: str) -> bool:
     )
 
 
-def _retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a Retry-After header (seconds or an HTTP date), capped; None if absent/bad."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = (when - datetime.now(UTC)).total_seconds()
-    if seconds != seconds:  # NaN
-        return None
-    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
-
-
-def _reason(error: httpx.TransportError) -> str:
+def _reason(error: Exception) -> str:
     """A few words on why a connection failed."""
     text = str(error)
     lowered = text.lower()

@@ -86,6 +86,7 @@ class HybridRetriever:
         top_k: int = 5,
         max_question_chars: int = 4000,
         params: FusionParams | None = None,
+        expected_manifest: dict | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -93,12 +94,15 @@ class HybridRetriever:
         self.top_k = top_k
         self.max_question_chars = max_question_chars
         self.params = params or FusionParams()
+        self.expected_manifest = expected_manifest
         self._titles: dict[str, str] | None = None
         self._name_patterns: list[tuple[str, re.Pattern[str]]] = []
         self._generation: int | None = None
 
     @classmethod
-    def from_settings(cls, settings, store: ChromaStore, embedder: Embedder, lexical: LexicalIndex) -> HybridRetriever:
+    def from_settings(
+        cls, settings, store: ChromaStore, embedder: Embedder, lexical: LexicalIndex, manifest: dict | None = None
+    ) -> HybridRetriever:
         return cls(
             store,
             embedder,
@@ -106,6 +110,7 @@ class HybridRetriever:
             top_k=settings.top_k,
             max_question_chars=settings.max_question_chars,
             params=FusionParams(dense_weight=settings.dense_weight, candidates=settings.candidates),
+            expected_manifest=manifest,
         )
 
     def refresh(self) -> None:
@@ -113,6 +118,9 @@ class HybridRetriever:
         generation = self.store.generation()
         if generation == self._generation:
             return
+        if self.expected_manifest is not None:
+            # Vectors from another model (or other chunking) would give silently wrong results.
+            self.store.check_manifest(self.expected_manifest)
         papers = list(self.store.iter_papers())
         self._titles = {p.paper_id: p.title for p in papers}
         self._name_patterns = [

@@ -70,7 +70,7 @@ class Settings(BaseSettings):
     top_k: int = Field(5, ge=1, le=100, description="Papers returned for a question.")
     max_question_chars: int = Field(4000, ge=10, description="Longer questions are rejected with an error.")
     dense_weight: float = Field(
-        0.5, ge=0.0, le=1.0, description="Weight of the dense (embedding) score in the hybrid fusion; lexical gets the rest."
+        0.5, ge=0.0, le=1.0, description="Weight of the dense (embedding) score in hybrid fusion; lexical gets the rest."
     )
     candidates: int = Field(
         100, ge=1, le=10000, description="Chunks fetched from each of the dense and lexical searches before fusion."
@@ -87,7 +87,7 @@ class Settings(BaseSettings):
     llm_base_url: str | None = Field(
         None,
         validation_alias=AliasChoices("PAPERCHAT_LLM_BASE_URL", "OPENAI_BASE_URL", "llm_base_url"),
-        description="Base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1. Fallback: `OPENAI_BASE_URL`.",
+        description="Base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1. Fallback: OPENAI_BASE_URL.",
     )
     llm_model: str | None = Field(
         None, description="Model name sent to the endpoint. Unset: the first model the endpoint lists at `/models`."

@@ -23,28 +23,31 @@ _LATEX_GROUP = re.compile(r"\{\\[A-Za-z]+\s+([^{}]*)\}")
 _LATEX_CMD = re.compile(r"\\([A-Za-z]+)")
 _LATEX_ESCAPE = re.compile(r"\\([%&#$_{}])")
 # Markdown emphasis and code marks, quotes: dropped, the words stay.
-_MARKS = re.compile(r"[*`$^{}\"“”„‘’]|''|(?<![A-Za-z0-9])_+|_+(?![A-Za-z0-9])")
-_DASHES = re.compile(r"\s*(?:---|--|—|–)\s*")
+_MARKS = re.compile(r"[*`$^{}\"“”„‘’]+")
+_UNDERSCORE_EMPHASIS = re.compile(r"(?<![A-Za-z0-9])_+|_+(?![A-Za-z0-9])")
 _PARENTHETICAL = re.compile(r"\s*\([^()]*\)")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+# On cleaned text (single spaces): the punctuation that ends a sentence.
+_SENTENCE_END = re.compile(r"[.!?] (?=[A-Z0-9\"'(])")
 
 # --- where new names show up -------------------------------------------------------------------
 
 _INTRO = re.compile(
-    r"\b(?:we|this (?:paper|work|study)|our (?:paper|work))\s+"
+    r"(?:we|this (?:paper|work|study)|our (?:paper|work))\s+"
     r"(?:(?:first|further|also|then|here|now|therefore|thus|hence)\s+)?"
     r"(?:propose|introduce|present|develop|design|release|unveil|contribute)[sd]?"
     r"(?:\s+and\s+[a-z]+)?\s+",
     re.IGNORECASE,
 )
-_CALLED = re.compile(r"\b(?:called|named|dubbed)\s+")
-_TERMED = re.compile(r"\btermed\s+")
-_WE_TERM = re.compile(r"\bwe\s+(?:term|call|name|dub)\s+", re.IGNORECASE)
+_CALLED = re.compile(r"(?:called|named|dubbed)\s+")
+_TERMED = re.compile(r"termed\s+")
+_WE_TERM = re.compile(r"we\s+(?:term|call|name|dub)\s+", re.IGNORECASE)
 _OUR_THING = re.compile(
-    r"\bour\s+(?:[\w-]+\s+){0,3}?(?:method|approach|framework|model|system|algorithm|benchmark|dataset|tool|"
+    r"our\s+(?:[\w-]+\s+){0,3}?(?:method|approach|framework|model|system|algorithm|benchmark|dataset|tool|"
     r"agent|architecture|pipeline|library|toolkit)\s*,\s+",
     re.IGNORECASE,
 )
+# "Code: https://github.com/owner/MeGan": the repository is usually named after the method.
+_REPO = re.compile(r"(?:github|gitlab)\.com/[\w.-]+/([A-Za-z0-9][\w.-]*)", re.IGNORECASE)
 _OPENING_NAME = re.compile(r"^\s*(\S+)\s+(?:is|are)\s+(?:a|an|the)\b")
 
 # --- what a name looks like --------------------------------------------------------------------
@@ -55,34 +58,36 @@ _HAS_LETTER = re.compile(r"[A-Za-z]")
 _INNER_CAPS = re.compile(r"[a-z][A-Z]|[A-Z]{2,}[a-z](?!$)|[A-Z]{2,}[a-rt-z]$")
 _ACRONYM = re.compile(r"^[A-Z][A-Z0-9]+s?$")
 
-# Field acronyms that a paper uses but never introduces; never taken as the paper's "name".
-GENERIC_ACRONYMS = frozenset(
-    """
-    ai api asr cnn cot cpu cv dnn dpo dr gan gd gnn gpt gpu iid kl llm lm lvlm mdp ml mllm mlp moe nlp
-    ode ood pde pomdp ppo qa rag rl rlhf rnn sde sgd sota tpu tts vae vit vlm vqa
-    """.split()
-)
 
-_ARTICLES = frozenset({"the", "a", "an"})
-_CONNECTORS = frozenset({"of", "and", "for", "with", "in", "on", "to", "via"})
-_PREPOSITIONS = frozenset(
-    {"for", "in", "on", "of", "to", "with", "from", "via", "across", "under", "over", "between", "against",
-     "into", "by", "at", "through", "within", "without", "towards", "toward", "beyond"}
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Field acronyms that a paper uses but never introduces; never taken as the paper's "name".
+GENERIC_ACRONYMS = _words(
+    "ai api asr cnn cot cpu cv dnn dpo dr gan gd gnn gpt gpu iid kl llm lm lvlm mdp ml mllm mlp moe nlp ode ood "
+    "pde pomdp ppo qa rag rl rlhf rnn sde sgd sota tpu tts vae vit vlm vqa"
 )
-_APPOSITIVE_NEXT = frozenset({"a", "an", "the", "which", "that", "one", "our", "whose"})
-_HEAD_NOUNS = frozenset(
-    {"model", "models", "framework", "method", "benchmark", "dataset", "algorithm", "architecture", "engine",
-     "network", "agent", "system", "library", "toolkit", "suite", "estimator", "estimators", "module"}
+_ARTICLES = _words("the a an")
+_CONNECTORS = _words("of and for with in on to via")
+_PREPOSITIONS = _words(
+    "for in on of to with from via across under over between against into by at through within without "
+    "towards toward beyond"
 )
-_STOPWORDS = _PREPOSITIONS | _ARTICLES | frozenset(
-    {"and", "or", "but", "nor", "yet", "so", "that", "which", "who", "whose", "where", "when", "while", "as",
-     "is", "are", "was", "were", "be", "been", "has", "have", "had", "can", "could", "may", "might", "will",
-     "would", "should", "must", "its", "their", "this", "these", "those", "such", "than", "not", "very", "both"}
+_APPOSITIVE_NEXT = _words("a an the which that one our whose")
+_HEAD_NOUNS = _words(
+    "model models framework method benchmark dataset algorithm architecture engine network agent system library "
+    "toolkit suite estimator estimators module"
 )
-_BREAK_WORDS = _PREPOSITIONS | frozenset(
-    {"which", "that", "where", "whose", "and", "or", "but", "yet", "is", "are", "was", "were", "has", "have",
-     "had", "can", "could", "may", "might", "will", "would", "should", "must"}
+_AUXILIARIES = _words("is are was were has have had can could may might will would should must")
+_STOPWORDS = (
+    _PREPOSITIONS
+    | _ARTICLES
+    | _AUXILIARIES
+    | _words("and or but nor yet so that which who whose where when while as be been its their this these those")
+    | _words("such than not very both")
 )
+_BREAK_WORDS = _PREPOSITIONS | _AUXILIARIES | _words("which that where whose and or but yet")
 # Lead-ins that say nothing about the topic: "In this paper, we study ...".
 _LEAD_INS = re.compile(
     r"^(?:(?:in|within) (?:this|the present|our) (?:paper|work|study|article),?\s*)?"
@@ -98,7 +103,17 @@ _SUBORDINATOR = re.compile(r"^(?:as|while|although|though|when|whereas|since|bec
 _CONCESSIVE = re.compile(r"^(?:contrary to|despite|unlike|in contrast to|beyond|given)\b[^,]*,\s*", re.IGNORECASE)
 _CLAUSE_BREAK = re.compile(r"\s*(?:[;:]|,|\s—\s|\s(?:which|where|whereas|but|while|whose)\s)\s*")
 
-STRONG, MEDIUM = 2, 1
+_MARKERS = (  # pattern, whether only coined names count, words that must occur for the pattern to match
+    (_CALLED, False, ("called", "named", "dubbed")),
+    (_TERMED, True, ("termed",)),
+    (_WE_TERM, False, ("we term", "we call", "we name", "we dub")),
+    (_OUR_THING, False, ("our ",)),
+)
+STRONG, MEDIUM, WEAK = 2, 1, 0
+UNTITLED = "Untitled abstract"
+MAX_SCAN_CHARS = 6000  # names are introduced early; bounds the work on pathological inputs
+MAX_TITLE_CHARS = 100
+MAX_TERM_WORDS = 5  # "which we term embedding condensation": a term, not a clause
 
 
 @dataclass(frozen=True)
@@ -113,14 +128,16 @@ class _Candidate:
 def derive_title(abstract: str, max_words: int = 8) -> str:
     """A short label for an untitled abstract: the name it introduces, else a phrase from its first sentence."""
     max_words = max(1, max_words)
-    text = _clean(abstract)
-    if not text:
-        return "Untitled abstract"
+    text = _clean(abstract[:MAX_SCAN_CHARS])
     candidates = [c for c in _name_candidates(text, max_words) if len(c.name.split()) <= max_words]
+    candidates += _repository_names(abstract[:MAX_SCAN_CHARS])
     if candidates:
-        best = min(candidates, key=lambda c: (-c.strength, c.position))
-        return _capitalise(best.name)
-    return _first_sentence_phrase(text, max_words) or "Untitled abstract"
+        title = min(candidates, key=lambda c: (-c.strength, c.position)).name
+    else:
+        title = _first_sentence_phrase(text, max_words)
+    if len(title) > MAX_TITLE_CHARS:  # one endless "word" (a URL, a formula): keep the label readable
+        title = title[: MAX_TITLE_CHARS - 1].rstrip() + "…"
+    return _capitalise(title) or UNTITLED
 
 
 # --- clean-up ----------------------------------------------------------------------------------
@@ -135,17 +152,21 @@ def _clean(text: str) -> str:
             break
         text = new
     text = _LATEX_CMD.sub(r"\1", text)
-    text = _MARKS.sub("", text)
-    text = _DASHES.sub(" — ", text)
-    return " ".join(text.split())
+    text = _MARKS.sub("", text.replace("''", ""))
+    if "_" in text:
+        text = _UNDERSCORE_EMPHASIS.sub("", text)
+    for dash in ("---", "--", "–"):
+        text = text.replace(dash, "—")
+    return " ".join(text.replace("—", " — ").split())
 
 
 def _capitalise(phrase: str) -> str:
     return phrase[:1].upper() + phrase[1:] if phrase else phrase
 
 
-def _sentences(text: str) -> list[str]:
-    return [s for s in _SENTENCE_END.split(text) if s]
+def _first_sentence(text: str) -> str:
+    end = _SENTENCE_END.search(text)
+    return text[: end.start() + 1] if end else text
 
 
 # --- names -------------------------------------------------------------------------------------
@@ -201,12 +222,13 @@ def _long_enough(name: str) -> bool:
 
 def _name_candidates(text: str, max_words: int) -> list[_Candidate]:
     found: list[_Candidate] = []
-    for match in _INTRO.finditer(text):
+    lowered = text.lower()
+    for match in _matches(_INTRO, text, lowered, ("we ", "this ", "our ")):
         candidate = _name_from_object(_rest_of_sentence(text, match.end()), max_words)
         if candidate:
             found.append(_Candidate(candidate[0], candidate[1], match.start()))
-    for pattern, coined_only in ((_CALLED, False), (_TERMED, True), (_WE_TERM, False), (_OUR_THING, False)):
-        for match in pattern.finditer(text):
+    for pattern, coined_only, keys in _MARKERS:
+        for match in _matches(pattern, text, lowered, keys):
             candidate = _name_after_marker(_rest_of_sentence(text, match.end()), coined_only, max_words)
             if candidate:
                 found.append(_Candidate(candidate[0], candidate[1], match.start()))
@@ -216,10 +238,28 @@ def _name_candidates(text: str, max_words: int) -> list[_Candidate]:
     return found
 
 
+def _matches(pattern: re.Pattern[str], text: str, lowered: str, keys: tuple[str, ...]) -> list[re.Match[str]]:
+    """Matches that start a word; skips the scan when no key word occurs (regex scans dominate the cost)."""
+    if not any(key in lowered for key in keys):
+        return []
+    return [m for m in pattern.finditer(text) if m.start() == 0 or not text[m.start() - 1].isalnum()]
+
+
+def _repository_names(abstract: str) -> list[_Candidate]:
+    """A coined repository name in a code link; the weakest hint, used only when nothing else names the work."""
+    found = []
+    lowered = abstract.lower()
+    for match in _matches(_REPO, abstract, lowered, ("github.com/", "gitlab.com/")):
+        name = match.group(1).removesuffix(".git").rstrip(".")
+        if looks_coined(name):
+            found.append(_Candidate(name, WEAK, match.start()))
+    return found
+
+
 def _rest_of_sentence(text: str, start: int) -> str:
     rest = text[start:]
     end = _SENTENCE_END.search(rest)
-    return rest[: end.start()] if end else rest
+    return rest[: end.start() + 1] if end else rest
 
 
 def _name_from_object(obj: str, max_words: int) -> tuple[str, int] | None:
@@ -278,10 +318,13 @@ def _title_run(words: list[str], max_words: int) -> tuple[str, int] | None:
     while i < len(words) and not ended_by:
         word, i = words[i], i + 1
         if word.startswith("("):
+            close = _closing(words, i - 1)
             inner = _trim(word)
-            if not run or word.rstrip(",.;:")[-1:] != ")" or (_name_like(inner) and _long_enough(inner)):
+            if not run or close is None or (close == i - 1 and _name_like(inner) and _long_enough(inner)):
                 return None
-            ended_by = word[-1] if word[-1] in ",.;:" else ""  # a cryptic "(LC)" inside the name: skip it
+            # skip a cryptic "(LC)" or a spelled-out "(Multi-Round Agentic RAG)" inside the name
+            i = close + 1
+            ended_by = words[close][-1] if words[close][-1] in ",.;:" else ""
             continue
         is_connector = bool(run) and word.lower() in _CONNECTORS and i < len(words) and _is_capitalised(words[i])
         is_head = bool(run) and word.rstrip(",.;:").lower() in _HEAD_NOUNS
@@ -299,10 +342,18 @@ def _title_run(words: list[str], max_words: int) -> tuple[str, int] | None:
         appositive = following in _APPOSITIVE_NEXT or following.endswith("ing")
     else:
         appositive = ended_by == "." or not following or following in {"which", "that", "—"}
-    if not appositive or (len(run) == 1 and not _name_like(run[0]) and ended_by != ","):
+    if not appositive or (len(run) == 1 and not _name_like(run[0]) and (ended_by != "," or is_generic(run[0]))):
         return None
     strength = STRONG if len(run) == 1 or any(looks_coined(w) for w in run) else MEDIUM
     return " ".join(run), strength
+
+
+def _closing(words: list[str], start: int, limit: int = 12) -> int | None:
+    """Index of the word that closes the parenthesis opened at ``words[start]``."""
+    for j in range(start, min(len(words), start + limit)):
+        if ")" in words[j]:
+            return j
+    return None
 
 
 def _coined_in_noun_phrase(words: list[str]) -> tuple[str, int] | None:
@@ -326,14 +377,18 @@ def _name_after_marker(rest: str, coined_only: bool, max_words: int) -> tuple[st
         return _trim(words[0]), STRONG
     if coined_only:
         return None
+    capitalised = _is_capitalised(words[0])
     phrase: list[str] = []
-    for word in words[: max_words + 1]:
+    for i, word in enumerate(words[: max_words + 1]):
         if word.startswith("(") or word.lower() in {"which", "where", "that", "and", "—", "to"}:
             break
+        is_connector = word.lower() in _CONNECTORS and i + 1 < len(words) and _is_capitalised(words[i + 1])
+        if capitalised and phrase and not (_is_capitalised(word) or is_connector):
+            break  # "we term Neural Graph Dispersion avoids ...": the name is the Capitalised run
         phrase.append(_trim(word))
         if word[-1:] in ",.;:)":
             break
-    if not phrase or len(phrase) > max_words or not _HAS_LETTER.search(phrase[0]):
+    if not phrase or len(phrase) > min(max_words, MAX_TERM_WORDS) or not _HAS_LETTER.search(phrase[0]):
         return None
     return " ".join(phrase), MEDIUM
 
@@ -343,8 +398,7 @@ def _name_after_marker(rest: str, coined_only: bool, max_words: int) -> tuple[st
 
 def _first_sentence_phrase(text: str, max_words: int) -> str:
     """A short phrase from the first sentence, cut at a clause boundary and at ``max_words`` words."""
-    sentences = _sentences(text)
-    sentence = _PARENTHETICAL.sub("", sentences[0] if sentences else text).strip()
+    sentence = _PARENTHETICAL.sub("", _first_sentence(text)).strip()
     sentence = _LEAD_INS.sub("", sentence, count=1)
     sentence = _CONCESSIVE.sub("", sentence, count=1)
     sentence = _SUBORDINATOR.sub("", sentence, count=1)
@@ -361,12 +415,11 @@ def _first_sentence_phrase(text: str, max_words: int) -> str:
 
 def _first_clause(sentence: str) -> list[str]:
     """Words up to the first clause boundary, but never fewer than three (``Large-scale, multi-subject``)."""
-    words: list[str] = []
-    for part in _CLAUSE_BREAK.split(sentence):
-        words.extend(part.split())
+    for boundary in _CLAUSE_BREAK.finditer(sentence):
+        words = sentence[: boundary.start()].split()
         if len(words) >= 3:
-            break
-    return words
+            return words
+    return sentence.split()
 
 
 def _cut_back(words: list[str]) -> list[str]:

@@ -121,10 +121,11 @@ class ScriptedLLMServer:
         if self._httpd is not None:
             return self
         handler = type("Handler", (_Handler,), {"scripted": self})
-        httpd = ThreadingHTTPServer((self._host, self._port), handler)
-        httpd.daemon_threads = True
+        httpd = _QuietServer((self._host, self._port), handler)
         self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, name="scripted-llm", daemon=True)
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="scripted-llm", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -222,6 +223,17 @@ class ScriptedLLMServer:
                 return False
             self._failures_sent += 1
             return True
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up (after a timeout, or between keep-alive requests) is no error."""
+        error = sys.exc_info()[1]
+        if isinstance(error, (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+import pytest
+
+from rag.errors import QueryError
+from rag.evaluation import dev_metrics, load_dev
+from rag.ingest import Ingestor, make_chunker
+from rag.lexical import LexicalIndex
+from rag.retrieval import HybridRetriever, _name_pattern
+from store.chroma import ChromaStore
+from tests.conftest import DEV_QUESTIONS
+
+
+@pytest.fixture(scope="module")
+def bundled_retriever(tmp_path_factory, real_embedder, bundled_papers):
+    folder = tmp_path_factory.mktemp("bundled-index")
+    store = ChromaStore(path=folder / "chroma", collection="paperchat")
+    Ingestor(store, real_embedder, make_chunker(real_embedder, 256, 1)).ingest(bundled_papers)
+    return HybridRetriever(store, real_embedder, LexicalIndex(folder / "lexical"))
+
+
+@pytest.mark.slow
+def test_fedssm_ranks_first(bundled_retriever):
+    hits = bundled_retriever.search("state space models for choosing clients in federated learning", 5)
+    assert (hits[0].source, hits[0].ordinal) == ("000_dcbf1b5d2daaeff5.txt", 1)
+    assert hits[0].title == "FedSSM"
+    assert len({h.paper_id for h in hits}) == len(hits) == 5  # each paper once
+    assert [h.rank for h in hits] == [1, 2, 3, 4, 5]
+    assert hits[0].text in hits[0].abstract  # the best chunk, verbatim
+
+
+@pytest.mark.slow
+def test_dev_set_quality(bundled_retriever):
+    questions = load_dev(DEV_QUESTIONS)
+    metrics = dev_metrics(questions, bundled_retriever.search_many([q.question for q in questions], 10))
+    assert metrics["recall@1"] >= 0.96
+    assert metrics["mrr"] >= 0.98
+    assert metrics["set_recall@10"] >= 0.95
+
+
+@pytest.mark.slow
+def test_method_name_in_question_finds_its_paper(bundled_retriever, bundled_papers):
+    named = [p for p in bundled_papers if _name_pattern(p.title)]
+    assert len(named) > 20
+    for paper in named:
+        hits = bundled_retriever.search(f"what did the {paper.title} authors evaluate on?", 3)
+        assert hits[0].paper_id == paper.paper_id, paper.title
+
+
+@pytest.mark.slow
+def test_too_long_question_is_rejected(bundled_retriever):
+    with pytest.raises(QueryError, match="limit is 4,000"):
+        bundled_retriever.search("x" * 4001)
+    with pytest.raises(QueryError, match="empty"):
+        bundled_retriever.search("   ")
+
+
+def test_name_pattern_only_for_coined_names():
+    assert _name_pattern("FedSSM").search("how does fedssm pick clients?")
+    assert _name_pattern("MA-RAG").search("what did the MA-RAG authors evaluate on?")
+    assert not _name_pattern("MA-RAG").search("MA-RAGE is something else")
+    assert _name_pattern("Diffusion models for protein design") is None
+    assert _name_pattern("Learning") is None

@@ -1,0 +1,213 @@
+"""Derived titles: the introduced name when there is one, else a short readable phrase."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rag.titles import derive_title, is_generic, looks_coined
+
+CORPUS = Path(__file__).resolve().parents[2] / "data" / "icml2026"
+
+
+def _bundled_abstracts() -> list[tuple[str, int, str]]:
+    """(file name, ordinal, abstract) for the bundled corpus, parsed independently of rag.corpus."""
+    found = []
+    for path in sorted(CORPUS.glob("*.txt")):
+        paragraphs = [" ".join(p.split()) for p in path.read_text(encoding="utf-8").split("\n\n") if p.strip()]
+        found += [(path.name, i, text) for i, text in enumerate(paragraphs[1:], start=1)]
+    return found
+
+
+BUNDLED = _bundled_abstracts()
+
+
+def _abstract_mentioning(word: str) -> str:
+    return next(text for _, _, text in BUNDLED if word in text)
+
+
+def test_bundled_corpus_has_76_abstracts() -> None:
+    assert len(BUNDLED) == 76
+
+
+def test_fedssm_is_the_title_of_the_first_abstract() -> None:
+    name, ordinal, text = BUNDLED[0]
+    assert (name, ordinal) == ("000_dcbf1b5d2daaeff5.txt", 1)
+    assert derive_title(text) == "FedSSM"
+
+
+@pytest.mark.parametrize("name", ["MA-RAG", "MoDEX"])
+def test_introduced_names_in_the_bundled_corpus(name: str) -> None:
+    assert derive_title(_abstract_mentioning(name)) == name
+
+
+@pytest.mark.parametrize(("file_name", "ordinal", "abstract"), BUNDLED, ids=[f"{f[:3]}#{i}" for f, i, _ in BUNDLED])
+def test_every_bundled_title_is_a_readable_label(file_name: str, ordinal: int, abstract: str) -> None:
+    title = derive_title(abstract)
+    assert title and title == title.strip()
+    assert len(title.split()) <= 8
+    assert title[0].isupper() or title[0].isdigit()
+    assert not re.search(r"[\\$*{}`]", title), "markup left in the title"
+    assert not title.endswith((".", ",", ";", ":")), "trailing punctuation"
+    assert title.split()[-1].lower() not in {"the", "a", "an", "of", "in", "for", "and", "with", "to", "on"}
+    assert not is_generic(title), "a generic acronym is not a name"
+    assert title.lower() not in {"we", "this", "a", "in", "llms", "llm"}
+
+
+@pytest.mark.parametrize(
+    ("abstract", "expected"),
+    [
+        ("Graphs are hard. We propose GraFormer, which reads graphs as text.", "GraFormer"),
+        ("Models fail. In this paper, we introduce ZK-SNARKet, a prover for models.", "ZK-SNARKet"),
+        ("We present Quokka, a novel architecture for long sequences.", "Quokka"),
+        ("We present Quokka Audio, a benchmark of spoken tasks.", "Quokka Audio"),
+        ("Agents forget. We design a memory module called MemWeave for agents.", "MemWeave"),
+        ("Agents forget. We build a memory module named Tessellate to fix it.", "Tessellate"),
+        ("Agents forget. We release a toolkit, dubbed PlanKit, for planning.", "PlanKit"),
+        ("A phenomenon termed HyperDrift appears in training. We analyse it.", "HyperDrift"),
+        ("We propose a hierarchical retrieval framework (HIRAX) for long documents.", "HIRAX"),
+        ("We propose the Sparse Mixture Router (SMR), a routing layer for experts.", "SMR"),
+        ("To fix this, we propose Gradient Echo Cancellation (GEC-2) for deep nets.", "GEC-2"),
+        ("We introduce Spectral Shift Estimators, a new family of estimators.", "Spectral Shift Estimators"),
+        ("VortexNet is a compact network for fluid flows. It is fast.", "VortexNet"),
+        ("We study memory. We evaluate our tracing method, Probe-Lens, on many models.", "Probe-Lens"),
+        ("An approach we term Neural Sand Dispersion avoids fitting. It works.", "Neural Sand Dispersion"),
+        ("Code is available at https://github.com/someone/RoboLoop.", "RoboLoop"),
+        ("We propose **Bold-Net** (**B**old **Net**), a network.", "Bold-Net"),
+        (r"We introduce \textsc{TexName}, a method.", "TexName"),
+    ],
+)
+def test_introduced_name_patterns(abstract: str, expected: str) -> None:
+    assert derive_title(abstract) == expected
+
+
+@pytest.mark.parametrize(
+    ("abstract", "wrong"),
+    [
+        ("We propose LLMs, a class of models that reason well.", "LLMs"),
+        ("Recent progress in reinforcement learning (RL) is fast. We study RL in games.", "RL"),
+        ("We present a principled framework for estimation in computed tomography (CT) scans.", "CT"),
+        ("We propose a benchmark for visual question answering (VQA) across many domains.", "VQA"),
+        ("We propose an EM-based algorithm for joint estimation of parameters.", "EM-based"),
+        ("Solvers for PDE systems are slow. We propose a faster PDE solver.", "PDE"),
+        ("Many GNN models oversmooth. We show why.", "GNN"),
+        ("This beats SOTA methods. We show how.", "SOTA"),
+    ],
+)
+def test_generic_acronyms_and_ordinary_words_are_not_names(abstract: str, wrong: str) -> None:
+    assert derive_title(abstract) != wrong
+
+
+def test_fallback_is_a_short_phrase_from_the_first_sentence() -> None:
+    abstract = (
+        "Item response theory is widely used in areas such as recommender systems, education and psychology. "
+        "A popular model is the Rasch model."
+    )
+    assert derive_title(abstract) == "Item response theory is widely used"
+
+
+def test_fallback_drops_lead_ins_and_subordinate_openers() -> None:
+    assert derive_title("In this paper, we study the problem of sorting socks in linear time.") == (
+        "Sorting socks in linear time"
+    )
+    assert derive_title("As the demand for clean energy in large cities grows, grids strain.") == (
+        "Demand for clean energy"
+    )
+
+
+@pytest.mark.parametrize("max_words", [1, 3, 5, 8, 12])
+def test_fallback_respects_max_words(max_words: int) -> None:
+    abstract = "Ever larger language models trained on ever larger corpora keep improving on many benchmarks today."
+    title = derive_title(abstract, max_words=max_words)
+    assert 1 <= len(title.split()) <= max_words
+    assert title[0].isupper()
+
+
+def test_empty_or_wordless_abstracts_get_a_placeholder() -> None:
+    assert derive_title("") == "Untitled abstract"
+    assert derive_title("  \n ") == "Untitled abstract"
+    assert derive_title("!!! ... ???") == "Untitled abstract"
+
+
+def test_endless_tokens_are_cut_to_a_readable_length() -> None:
+    assert len(derive_title("x" * 100_000)) <= 100
+    assert len(derive_title("We propose " + "Ab" * 50_000)) <= 100
+
+
+@pytest.mark.parametrize(
+    ("token", "coined"),
+    [
+        ("FedSSM", True),
+        ("MoDEX", True),
+        ("CogRouter", True),
+        ("MA-RAG", True),
+        ("Agent0-VL", True),
+        ("SPARe", True),
+        ("T2PO", True),
+        ("We", False),
+        ("This", False),
+        ("A", False),
+        ("In", False),
+        ("LLMs", False),
+        ("GNN", False),
+        ("CoT", False),
+        ("EM-based", False),
+        ("GRPO-style", False),
+        ("3D", False),
+    ],
+)
+def test_looks_coined(token: str, coined: bool) -> None:
+    assert looks_coined(token) is coined
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=600))
+def test_derive_title_never_fails_and_stays_one_short_line(text: str) -> None:
+    title = derive_title(text)
+    assert title and len(title) <= 100
+    assert len(title.splitlines()) == 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "We",
+                "propose",
+                "introduce",
+                "(",
+                ")",
+                "FedX",
+                "LLM",
+                ",",
+                "a",
+                "called",
+                "termed",
+                "**",
+                "$",
+                "—",
+                "the",
+                "Model",
+                "of",
+                ".",
+                "\\textbf{",
+                "}",
+                "https://github.com/a/BeeZ",
+                "our",
+                "method",
+                "we",
+                "term",
+            ]
+        ),
+        max_size=40,
+    ),
+    st.integers(min_value=1, max_value=10),
+)
+def test_derive_title_on_pattern_soup(words: list[str], max_words: int) -> None:
+    title = derive_title(" ".join(words), max_words=max_words)
+    assert title and "\n" not in title
