@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from rag.errors import CorpusError, PaperchatError, QueryError
+from rag.errors import CorpusError, LLMError, PaperchatError, QueryError
 from rag.settings import load_settings
 
 EXIT_REJECTED = 1  # ingest stored what it could but rejected some input
@@ -30,6 +30,8 @@ def _components(args):
     overrides = {}
     if getattr(args, "k", None):
         overrides["top_k"] = args.k
+    if getattr(args, "extractive", False):
+        overrides["llm"] = "extractive"
     return Components(load_settings(**overrides))
 
 
@@ -149,6 +151,105 @@ def cmd_prompt(args) -> int:
             _err(str(e))
 
 
+# --- answers ------------------------------------------------------------------------------------
+
+
+def _print_sources(answer) -> None:
+    cited = {c.paper_id for c in answer.citations}
+    if answer.citations:
+        print("\nSources:")
+        for c in answer.citations:
+            flag = "  (weakly supported)" if c.weak else ""
+            print(f"[{c.marker}] {c.title}  ({c.source} #{c.ordinal})  support {c.support:.2f}{flag}")
+            if c.evidence:
+                print(f"    evidence: {c.evidence}")
+    others = [h for h in answer.sources if h.paper_id not in cited]
+    if others:
+        print("\nNearest papers:" if answer.refused or not answer.citations else "\nAlso consulted (not cited):")
+        for h in others:
+            print(f"- {h.title}  ({h.source} #{h.ordinal})")
+    notes = []
+    if answer.invalid_markers:
+        notes.append(f"{answer.invalid_markers} citation(s) that matched no source were removed")
+    if not answer.grounded and not answer.refused:
+        notes.append("not grounded: the answer cites no source, check it against the abstracts")
+    if answer.interrupted:
+        notes.append("the answer was interrupted: the endpoint stopped mid-answer")
+    for note in notes:
+        print(f"note: {note}")
+    print(f"answered by: {answer.backend}")
+
+
+def _stream_answer(pipeline, question: str, history=(), k=None):
+    from rag.pipeline import FinalEvent, TextEvent
+
+    final = None
+    for event in pipeline.stream(question, history, k=k):
+        if isinstance(event, TextEvent) and event.content:
+            sys.stdout.write(event.content)
+            sys.stdout.flush()
+        elif isinstance(event, FinalEvent):
+            final = event.answer
+    print()
+    return final
+
+
+def _history_entry(answer) -> dict:
+    return {"role": "assistant", "content": answer.answer, "papers": [c.paper_id for c in answer.citations]}
+
+
+def cmd_ask(args) -> int:
+    from rag.components import print_notice
+
+    with _components(args) as components:
+        ensure_index(components)
+        pipeline = components.pipeline
+        print_notice(components)
+        if args.batch:
+            rows = _read_batch(args.batch)
+            for row in rows:
+                history = row.get("history") or []
+                if not isinstance(history, list) or not all(isinstance(m, dict) for m in history):
+                    raise QueryError("'history' must be a list of {\"role\": ..., \"content\": ...} objects")
+                answer = pipeline.answer(row["question"], history, k=args.k)
+                print(json.dumps(answer.to_dict(), ensure_ascii=False), flush=True)
+            return 0
+        if not args.question:
+            raise QueryError("give a question, e.g. paperchat ask \"what did the MA-RAG authors evaluate on?\"")
+        question = _question_arg(args.question)
+        if args.json:
+            print(json.dumps(pipeline.answer(question, k=args.k).to_dict(), ensure_ascii=False))
+            return 0
+        answer = _stream_answer(pipeline, question, k=args.k)
+        _print_sources(answer)
+        return 0
+
+
+def cmd_chat(args) -> int:
+    from rag.components import print_notice
+
+    with _components(args) as components:
+        ensure_index(components)
+        pipeline = components.pipeline
+        print_notice(components)
+        print("paperchat: ask about the papers; follow-ups use the conversation. Empty line or Ctrl-D quits.")
+        history: list[dict] = []
+        while True:
+            try:
+                question = input("\nyou> ").strip()
+            except EOFError:
+                return 0
+            if not question:
+                return 0
+            try:
+                answer = _stream_answer(pipeline, question, history, k=args.k)
+            except (QueryError, LLMError) as e:
+                _err(f"error: {e}")
+                continue
+            _print_sources(answer)
+            history += [{"role": "user", "content": question}, _history_entry(answer)]
+
+
 # --- stats and eval ------------------------------------------------------------------------------
 
 
@@ -192,8 +293,15 @@ def cmd_eval(args) -> int:
             raise QueryError("give an evaluation file (e.g. data/eval/dev.jsonl) or --beir DIR")
         ensure_index(components)
         questions = load_dev(Path(args.file))
-        results = components.retriever.search_many([q.question for q in questions], 10)
-        metrics = dev_metrics(questions, results)
+        if args.answers:
+            from rag.evaluation import answer_metrics
+
+            with components:
+                pipeline = components.pipeline
+                metrics = answer_metrics(questions, [pipeline.answer(q.question) for q in questions])
+        else:
+            results = components.retriever.search_many([q.question for q in questions], 10)
+            metrics = dev_metrics(questions, results)
     if args.json:
         print(json.dumps(metrics))
     else:
@@ -223,6 +331,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", metavar="FILE", help="JSON Lines file with a 'question' per line ('-': stdin)")
     p.set_defaults(func=cmd_search)
 
+    p = sub.add_parser("ask", help="answer a question from the abstracts, with citations")
+    p.add_argument("question", nargs="*", help="the question ('-': read it from stdin)")
+    p.add_argument("--k", type=int, default=None, help="papers to consult (default: PAPERCHAT_TOP_K)")
+    p.add_argument("--json", action="store_true", help="print the answer as JSON")
+    p.add_argument("--batch", metavar="FILE", help="JSON Lines: a 'question' (and optional 'history') per line")
+    p.add_argument("--extractive", action="store_true", help="no LLM: answer with cited sentences")
+    p.set_defaults(func=cmd_ask)
+
+    p = sub.add_parser("chat", help="a conversation in the terminal, with follow-ups")
+    p.add_argument("--k", type=int, default=None)
+    p.add_argument("--extractive", action="store_true")
+    p.set_defaults(func=cmd_chat)
+
     p = sub.add_parser("prompt", help="an interactive search prompt")
     p.add_argument("--k", type=int, default=None)
     p.set_defaults(func=cmd_prompt)
@@ -235,6 +356,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", nargs="?", help="questions with gold papers (format of data/eval/dev.jsonl)")
     p.add_argument("--beir", metavar="DIR", help="BEIR dataset folder (corpus must be ingested)")
     p.add_argument("--split", default="test", help="BEIR qrels split (default: test)")
+    p.add_argument("--answers", action="store_true", help="judge answers (fact recall, citations, abstention)")
+    p.add_argument("--extractive", action="store_true", help="with --answers: extractive answers")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval)
     return parser

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rag.errors import CorpusError
@@ -27,6 +27,7 @@ class DevQuestion:
     question: str
     kind: str
     gold: list[tuple[str, int]]
+    facts: list[str] = field(default_factory=list)
 
 
 def read_jsonl(path: Path, what: str) -> list[dict]:
@@ -59,7 +60,8 @@ def load_dev(path: Path) -> list[DevQuestion]:
         if not isinstance(row.get("question"), str):
             raise CorpusError(f"{path}: record {number}: no 'question' string")
         gold = [(str(g["file"]), int(g["ordinal"])) for g in row.get("gold") or []]
-        out.append(DevQuestion(row["question"], str(row.get("type", "")), gold))
+        facts = [str(f) for f in row.get("facts") or []]
+        out.append(DevQuestion(row["question"], str(row.get("type", "")), gold, facts))
     return out
 
 
@@ -82,6 +84,38 @@ def dev_metrics(questions: Sequence[DevQuestion], results: Sequence[Sequence[Hit
     metrics["questions"] = len(single_ranks)
     metrics["multi_questions"] = len(set_recalls)
     return metrics
+
+
+def answer_metrics(questions: Sequence[DevQuestion], answers: Sequence) -> dict[str, float]:
+    """Fact recall (detail questions: every fact string in the answer), citation precision (cited papers
+    that are gold, over answerable questions), abstention on unanswerable ones and false refusals."""
+    facts_hit = facts_n = 0
+    cited_ok = cited_n = 0
+    abstained = unanswerable = 0
+    false_refusals = answerable = 0
+    for q, a in zip(questions, answers, strict=True):
+        if not q.gold:
+            unanswerable += 1
+            abstained += bool(a.refused)
+            continue
+        answerable += 1
+        false_refusals += bool(a.refused)
+        gold = set(q.gold)
+        for c in a.citations:
+            cited_n += 1
+            cited_ok += (c.source, c.ordinal) in gold
+        if q.kind == "detail" and q.facts:
+            facts_n += 1
+            text = a.answer.lower()
+            facts_hit += all(f.lower() in text for f in q.facts)
+    return {
+        "fact_recall": facts_hit / facts_n if facts_n else float("nan"),
+        "citation_precision": cited_ok / cited_n if cited_n else float("nan"),
+        "abstention": abstained / unanswerable if unanswerable else float("nan"),
+        "false_refusals": false_refusals / answerable if answerable else float("nan"),
+        "detail_questions": facts_n,
+        "unanswerable_questions": unanswerable,
+    }
 
 
 # --- BEIR ----------------------------------------------------------------------------------------

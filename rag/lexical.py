@@ -55,6 +55,11 @@ class Analyzer:
 
         return frozenset(STOPWORDS_EN)
 
+    def plain(self, text: str) -> list[str]:
+        """Stems of every word, stopwords included (for word lists that must match analysed text)."""
+        words = _TOKEN.findall(text.lower())
+        return self._stemmer.stemWords(words) if self._stemmer is not None else words
+
     def __call__(self, text: str) -> list[str]:
         words: list[str] = []
         for match in _TOKEN.finditer(text.lower()):
@@ -159,6 +164,16 @@ class LexicalIndex:
         if not tokens:
             return np.zeros(len(self.chunk_ids), dtype=np.float32)
         return np.asarray(self._bm25.get_scores(tokens), dtype=np.float32)
+
+    def idf(self, term: str) -> float:
+        """BM25's inverse document frequency of an analysed term (rare terms weigh more); unknown terms max."""
+        n = len(self.chunk_ids)
+        df = 0
+        if self._bm25 is not None and term in self._bm25.vocab_dict:
+            indptr = self._bm25.scores["indptr"]
+            token = self._bm25.vocab_dict[term]
+            df = int(indptr[token + 1] - indptr[token])
+        return float(np.log(1 + (n - df + 0.5) / (df + 0.5)))
 
     def top(self, query: str, n: int) -> list[tuple[int, float]]:
         """The ``n`` best (row, score) pairs with a positive score."""

@@ -191,6 +191,21 @@ class HybridRetriever:
             )
         return hits
 
+    def hits_for(self, paper_ids: Sequence[str]) -> list[Hit]:
+        """Hits for papers named explicitly (a follow-up about "the second one"), in the given order."""
+        papers = self.store.get_papers(list(paper_ids))
+        return [
+            Hit(rank=i, paper_id=p.paper_id, title=p.title, score=1.0, source=p.source, ordinal=p.ordinal,
+                text=p.abstract[:1000], abstract=p.abstract, dense_score=1.0)
+            for i, p in enumerate((papers[pid] for pid in paper_ids if pid in papers), start=1)
+        ]
+
+    def titles_in(self, text: str) -> list[str]:
+        """paper_ids whose name-like title appears in ``text``, in order of appearance."""
+        self.refresh()
+        found = [(m.start(), pid) for pid, pattern in self._name_patterns if (m := pattern.search(text))]
+        return [pid for _, pid in sorted(found)]
+
     def _lexical_text(self, row: int, abstract: str) -> str:
         # Lexical-only candidates: show the abstract's start; the chunk text itself lives in Chroma.
         return abstract[:1000]

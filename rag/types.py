@@ -127,6 +127,7 @@ class Answer:
     search_query: str = ""
     invalid_markers: int = 0
     interrupted: bool = False
+    checks: list = field(default_factory=list)  # per-claim support (rag.citations.ClaimCheck)
 
     def to_dict(self) -> dict:
         return {

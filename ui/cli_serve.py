@@ -1,0 +1,56 @@
+"""``paperchat serve``: open the web UI. ``python app.py`` takes the same options.
+
+Hook into ``rag/cli.py``::
+
+    from ui.cli_serve import add_serve_arguments, cmd_serve
+    p = sub.add_parser("serve", help="open the web UI (http://127.0.0.1:7860)")
+    add_serve_arguments(p)
+    p.set_defaults(func=cmd_serve)
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("--host", default=None,
+                        help="address to listen on (default: $GRADIO_SERVER_NAME or 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=None,
+                        help="port (default: $GRADIO_SERVER_PORT, else the first free port from 7860)")
+    parser.add_argument("--share", action="store_true",
+                        help="also open a public *.gradio.live link (set PAPERCHAT_AUTH=user:password first)")
+    parser.add_argument("--k", type=int, default=None, help="papers to consult (default: PAPERCHAT_TOP_K)")
+    parser.add_argument("--extractive", action="store_true", help="no LLM: answer with cited sentences")
+    parser.add_argument("--open", dest="open_browser", action="store_true", help="open a browser tab")
+    return parser
+
+
+def components_from_args(args):
+    """Settings (environment plus the command line) -> components."""
+    from rag.components import Components
+    from rag.settings import load_settings
+
+    overrides = {}
+    if getattr(args, "k", None):
+        overrides["top_k"] = args.k
+    if getattr(args, "extractive", False):
+        overrides["llm"] = "extractive"
+    return Components(load_settings(**overrides))
+
+
+def cmd_serve(args) -> int:
+    """Run the web UI until Ctrl-C; PaperchatError propagates (the caller prints it as one line)."""
+    from ui.app import serve
+
+    if getattr(args, "port", None) is not None and not 0 <= args.port <= 65535:
+        from rag.errors import ConfigError
+
+        raise ConfigError(f"--port {args.port}: must be between 0 and 65535")
+    return serve(
+        components_from_args(args),
+        host=getattr(args, "host", None),
+        port=getattr(args, "port", None),
+        share=bool(getattr(args, "share", False)),
+        open_browser=bool(getattr(args, "open_browser", False)),
+    )

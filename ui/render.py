@@ -1,0 +1,276 @@
+"""Turn answers, hits and papers into what the web UI shows: chat text, HTML panels and plain API text.
+
+Everything that comes from the corpus or from a model is untrusted: it goes through ``html.escape``
+before it reaches an HTML component, and through :func:`chat_text` before it reaches the Chatbot (whose
+Markdown renderer would otherwise pass raw HTML through). Nothing here imports Gradio, so it is tested
+as plain functions.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable, Sequence
+
+from rag.citations import highlight_spans
+from rag.types import Answer, Hit, Paper
+
+EXAMPLE_QUESTIONS = [
+    "Which papers use state-space models for client selection?",
+    "What did the MA-RAG authors evaluate on?",
+    "Which papers work on heart sound synthesis?",
+    "Are there papers on anomaly detection in tabular data?",
+]
+
+INTRO = (
+    "Ask about the **ICML 2026** paper abstracts. Every answer cites its sources as [1], [2], …; "
+    "the panel on the right shows each cited abstract with the supporting sentences highlighted, "
+    "so you can check every claim."
+)
+
+SOURCES_PLACEHOLDER = (
+    '<div class="pc-empty">Sources of the latest answer appear here: the cited papers, '
+    "their abstracts with the supporting sentences highlighted, and how well each claim is supported.</div>"
+)
+
+_MD_IMAGE = re.compile(r"!\[")
+
+
+def esc(text: object) -> str:
+    """HTML-escape anything for an HTML component (quotes too: safe inside attributes)."""
+    return html.escape(str(text), quote=True)
+
+
+def chat_text(text: str) -> str:
+    """Untrusted text for the Chatbot's Markdown: HTML shows as text, Markdown images load nothing.
+
+    ``<``, ``>`` and ``&`` become entities, which Markdown renders as the characters themselves, so
+    ``<img src=x onerror=...>`` is displayed, never parsed. ``![alt](url)`` would fetch a remote image
+    (a tracking pixel from a prompt-injected answer): the ``[`` is escaped so it stays text.
+    """
+    return _MD_IMAGE.sub(r"!\\[", html.escape(text, quote=False))
+
+
+def where(source: str, ordinal: int) -> str:
+    return f"{source} #{ordinal}"
+
+
+# --- chat messages ---------------------------------------------------------------------------------------------
+
+
+def answer_markdown(answer: Answer) -> str:
+    """The assistant message for a finished answer: the answer, notes, and a compact list of its sources."""
+    parts = [chat_text(answer.answer) or "*(empty answer)*"]
+    if answer.interrupted:
+        parts.append("*⚠️ Interrupted: the endpoint stopped mid-answer; the text above is partial.*")
+    notes = []
+    if answer.invalid_markers:
+        notes.append(f"{answer.invalid_markers} citation(s) that matched no source were removed")
+    if not answer.grounded and not answer.refused and answer.answer:
+        notes.append("not grounded: the answer cites no source, check it against the abstracts")
+    if notes:
+        parts.append("*Note: " + "; ".join(notes) + ".*")
+    if answer.citations:
+        lines = ["**Sources**"]
+        for c in answer.citations:
+            weak = " · ⚠️ weakly supported" if c.weak else ""
+            lines.append(f"[{c.marker}] {chat_text(c.title)} — `{where(c.source, c.ordinal)}`{weak}")
+        parts.append("  \n".join(lines))
+    return "\n\n".join(parts)
+
+
+def interrupted_markdown(partial: str, reason: str) -> str:
+    text = chat_text(partial.strip()) if partial.strip() else "*(nothing was written yet)*"
+    return f"{text}\n\n*⚠️ {chat_text(reason)}: the answer is partial.*"
+
+
+def error_markdown(message: str) -> str:
+    return f"⚠️ **Could not answer.** {chat_text(message)}"
+
+
+def history_entry(answer: Answer) -> dict:
+    """The conversation entry the pipeline reads back for follow-ups ("the second one")."""
+    return {"role": "assistant", "content": answer.answer, "papers": [c.paper_id for c in answer.citations]}
+
+
+# --- the sources panel -----------------------------------------------------------------------------------------
+
+
+def highlighted_abstract(abstract: str, spans: Sequence[tuple[int, int]]) -> str:
+    """The abstract as HTML, the given character spans wrapped in ``<mark>``; every piece escaped."""
+    out: list[str] = []
+    pos = 0
+    for start, end in spans:
+        out.append(esc(abstract[pos:start]))
+        out.append(f"<mark>{esc(abstract[start:end])}</mark>")
+        pos = end
+    out.append(esc(abstract[pos:]))
+    return "".join(out)
+
+
+def _support_badge(support: float, weak: bool) -> str:
+    kind = "weak" if weak else "ok"
+    label = "weak" if weak else "supported"
+    tip = "similarity of the claim to its evidence"
+    return f'<span class="pc-badge pc-{kind}" title="{tip}">{label} {support:.2f}</span>'
+
+
+def _paper_meta(source: str, ordinal: int) -> str:
+    return f'<span class="pc-where">{esc(source)} · #{ordinal}</span>'
+
+
+def _cited_card(answer: Answer, citation) -> str:
+    hit = next((h for h in answer.sources if h.paper_id == citation.paper_id), None)
+    abstract = (hit.abstract or hit.text) if hit is not None else citation.evidence
+    checks = [c for c in answer.checks if c.paper_id == citation.paper_id and c.marker == citation.marker]
+    claims = "".join(
+        f'<li class="{"pc-claim-weak" if c.weak else "pc-claim"}">{_support_badge(c.support, c.weak)} '
+        f"{esc(c.claim)}</li>"
+        for c in checks
+    )
+    spans = highlight_spans(abstract, answer.checks, citation.paper_id)
+    weak_class = " pc-card-weak" if citation.weak else ""
+    return (
+        f'<div class="pc-card{weak_class}">'
+        f'<div class="pc-card-title"><span class="pc-marker">[{citation.marker}]</span> {esc(citation.title)}</div>'
+        f'<div class="pc-meta">{_paper_meta(citation.source, citation.ordinal)} '
+        f"{_support_badge(citation.support, citation.weak)}</div>"
+        + (f'<ul class="pc-claims">{claims}</ul>' if claims else "")
+        + f'<details class="pc-abstract" open><summary>Abstract</summary><p>{highlighted_abstract(abstract, spans)}'
+        "</p></details></div>"
+    )
+
+
+def _hit_item(hit: Hit, *, open_: bool = False) -> str:
+    abstract = hit.abstract or hit.text
+    return (
+        f'<li class="pc-hit"><details{" open" if open_ else ""}><summary><span class="pc-hit-title">'
+        f"{esc(hit.title)}</span> {_paper_meta(hit.source, hit.ordinal)}</summary>"
+        f'<p class="pc-abstract-text">{esc(abstract)}</p></details></li>'
+    )
+
+
+def sources_html(answer: Answer) -> str:
+    """The panel for a finished answer: cited papers, then retrieved-but-uncited ones, then notes."""
+    parts = ['<div class="pc-sources">']
+    cited_ids = {c.paper_id for c in answer.citations}
+    if answer.citations:
+        parts.append(f'<div class="pc-head">Cited papers ({len(answer.citations)})</div>')
+        parts.extend(_cited_card(answer, c) for c in answer.citations)
+    others = [h for h in answer.sources if h.paper_id not in cited_ids]
+    if others:
+        heading = "Nearest papers" if answer.refused or not answer.citations else "Retrieved but not cited"
+        parts.append(f'<div class="pc-head">{heading} ({len(others)})</div><ul class="pc-hits">')
+        parts.extend(_hit_item(h) for h in others)
+        parts.append("</ul>")
+    if not answer.sources:
+        parts.append('<div class="pc-empty">No papers in the index are close to this question.</div>')
+    notes = [f"answered by {esc(answer.backend)}"] if answer.backend else []
+    if answer.search_query and answer.search_query != answer.question:
+        notes.append(f"searched for “{esc(answer.search_query)}”")
+    if answer.interrupted:
+        notes.append("the answer was interrupted")
+    if notes:
+        parts.append(f'<div class="pc-notes">{" · ".join(notes)}</div>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def retrieved_html(hits: Sequence[Hit]) -> str:
+    """The panel while the answer is being written: what the search found."""
+    if not hits:
+        return '<div class="pc-sources"><div class="pc-empty">No matching papers.</div></div>'
+    items = "".join(_hit_item(h) for h in hits)
+    return (
+        '<div class="pc-sources"><div class="pc-head">Retrieved papers (the answer is being written…)</div>'
+        f'<ul class="pc-hits">{items}</ul></div>'
+    )
+
+
+def message_html(message: str) -> str:
+    return f'<div class="pc-sources"><div class="pc-empty">{esc(message)}</div></div>'
+
+
+# --- the papers tab --------------------------------------------------------------------------------------------
+
+
+def filter_papers(papers: Iterable[Paper], query: str) -> list[Paper]:
+    """Papers whose title, abstract or source contain every word of ``query`` (case-insensitive)."""
+    words = query.lower().split()
+    if not words:
+        return list(papers)
+    found = []
+    for paper in papers:
+        haystack = f"{paper.title}\n{paper.abstract}\n{paper.source}".lower()
+        if all(word in haystack for word in words):
+            found.append(paper)
+    return found
+
+
+def papers_html(papers: Sequence[Paper], total: int, query: str = "", limit: int = 200) -> str:
+    """The list of papers (title, source, position, abstract), escaped."""
+    if total == 0:
+        return message_html("The index is empty: run `paperchat ingest`.")
+    if not papers:
+        return message_html(f"No paper matches “{query}” (of {total}).")
+    shown = papers[:limit]
+    count = f"{len(papers)} of {total} papers" if query.strip() else f"{total} papers"
+    if len(papers) > limit:
+        count += f" (showing the first {limit}; refine the filter)"
+    items = "".join(
+        f'<li class="pc-paper"><details><summary><span class="pc-hit-title">{esc(p.title)}</span> '
+        f"{_paper_meta(p.source, p.ordinal)}</summary>"
+        f'<p class="pc-abstract-text">{esc(p.abstract)}</p></details></li>'
+        for p in shown
+    )
+    return f'<div class="pc-papers"><div class="pc-head">{esc(count)}</div><ul class="pc-hits">{items}</ul></div>'
+
+
+# --- plain text for the API ------------------------------------------------------------------------------------
+
+
+def api_text(answer: Answer) -> str:
+    """The answer followed by its sources, as plain text (what ``/chat`` returns)."""
+    lines = [answer.answer.strip()]
+    if answer.interrupted:
+        lines.append("(interrupted: the endpoint stopped mid-answer; the answer is partial)")
+    if answer.citations:
+        lines.append("")
+        lines.append("Sources:")
+        for c in answer.citations:
+            weak = " (weakly supported)" if c.weak else ""
+            lines.append(f"[{c.marker}] {c.title} — {where(c.source, c.ordinal)}{weak}")
+    elif answer.sources:
+        lines.append("")
+        lines.append("Nearest papers:")
+        lines.extend(f"- {h.title} — {where(h.source, h.ordinal)}" for h in answer.sources[:3])
+    return "\n".join(lines)
+
+
+CSS = """
+.pc-sources, .pc-papers { font-size: 0.92rem; line-height: 1.45; }
+.pc-head { font-weight: 600; margin: 0.6rem 0 0.4rem; color: var(--body-text-color); }
+.pc-empty { color: var(--body-text-color-subdued); padding: 0.8rem; border: 1px dashed var(--border-color-primary);
+  border-radius: 8px; }
+.pc-card { border: 1px solid var(--border-color-primary); border-left: 4px solid #16a34a; border-radius: 8px;
+  padding: 0.6rem 0.75rem; margin-bottom: 0.6rem; background: var(--block-background-fill); }
+.pc-card-weak { border-left-color: #d97706; }
+.pc-card-title { font-weight: 600; }
+.pc-marker { color: var(--color-accent); margin-right: 0.2rem; }
+.pc-meta { margin: 0.2rem 0 0.3rem; display: flex; gap: 0.5rem; align-items: center; flex-wrap: wrap; }
+.pc-where { color: var(--body-text-color-subdued); font-family: var(--font-mono); font-size: 0.8rem; }
+.pc-badge { font-size: 0.72rem; padding: 0.05rem 0.4rem; border-radius: 999px; white-space: nowrap; }
+.pc-ok { background: #dcfce7; color: #166534; }
+.pc-weak { background: #fef3c7; color: #92400e; }
+.pc-claims { margin: 0.2rem 0 0.4rem 1rem; padding: 0; }
+.pc-claims li { margin: 0.15rem 0; }
+.pc-abstract summary, .pc-hit summary { cursor: pointer; }
+.pc-abstract p, .pc-abstract-text { margin: 0.35rem 0 0; color: var(--body-text-color); white-space: pre-wrap; }
+.pc-sources mark { background: #fde68a; color: #111827; padding: 0 1px; border-radius: 2px; }
+.pc-hits { list-style: none; padding: 0; margin: 0; }
+.pc-hit, .pc-paper { border-bottom: 1px solid var(--border-color-primary); padding: 0.35rem 0; }
+.pc-hit-title { font-weight: 500; }
+.pc-notes { color: var(--body-text-color-subdued); font-size: 0.8rem; margin-top: 0.6rem; }
+.pc-status { font-size: 0.85rem; }
+#pc-sources-panel { max-height: 640px; overflow-y: auto; }
+"""
