@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# The CPU build of torch first: a bare `torch` would pull a multi-GB CUDA build.
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,local]'
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 

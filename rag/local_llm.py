@@ -441,7 +441,7 @@ class EmbeddedLLMServer:
 
     def _raise_died(self, returncode: int | None, port: int) -> None:
         log_end = self._read_log_end()
-        tail = _one_line(" | ".join(_telling_lines(log_end)[-LOG_TAIL_LINES:]), 400)
+        tail = _log_summary(log_end)
         bind_failed = _BIND_FAILED.search(log_end) is not None
         if returncode is not None and returncode < 0:
             how = f"was killed by signal {-returncode}"
@@ -464,7 +464,7 @@ class EmbeddedLLMServer:
         raise LLMUnavailable(_one_line(f"the embedded LLM server {how} while starting{said}. {fix}"))
 
     def _raise_timeout(self, port: int, foreign: bool) -> None:
-        tail = _one_line(" | ".join(_telling_lines(self._read_log_end())[-LOG_TAIL_LINES:]), 400)
+        tail = _log_summary(self._read_log_end())
         said = f"; its log ends: {tail}" if tail else ""
         what = (
             f"another server answers on port {port} without model {self.model_name!r}"
@@ -685,6 +685,13 @@ def _terminate_group(proc: subprocess.Popen[bytes], timeout: float) -> None:
         os.killpg(group, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout)
+
+
+def _log_summary(log: str) -> str:
+    """The end of a server log as one line: its last lines that report an error, else its last lines."""
+    lines = _telling_lines(log)
+    errors = [line for line in lines if re.search(r"error|fail|exception|cannot|unable", line, re.IGNORECASE)]
+    return _one_line(" | ".join((errors or lines)[-LOG_TAIL_LINES:]), 400)
 
 
 def _telling_lines(log: str) -> list[str]:

@@ -82,6 +82,9 @@ class MarkerFilter:
         self.buffer += text
         cut = self.buffer.rfind("[")
         if cut != -1 and "]" not in self.buffer[cut:] and len(self.buffer) - cut < 24:
+            # Hold the space before it too: a dropped marker takes its leading space with it.
+            while cut > 0 and self.buffer[cut - 1] in " \t":
+                cut -= 1
             ready, self.buffer = self.buffer[:cut], self.buffer[cut:]
         else:
             ready, self.buffer = self.buffer, ""
@@ -207,7 +210,7 @@ class AnswerPipeline:
             for delta in self.chat_model.stream(plan.messages, max_tokens=self.config.max_tokens,
                                                 temperature=self.config.temperature):
                 shown = markers.feed(delta.content) if delta.content else ""
-                content.append(shown)
+                content.append(delta.content)
                 reasoning.append(delta.reasoning)
                 if shown or delta.reasoning:
                     yield TextEvent(content=shown, reasoning=delta.reasoning)
@@ -215,10 +218,9 @@ class AnswerPipeline:
             answer.interrupted = True
         tail = markers.flush()
         if tail:
-            content.append(tail)
             yield TextEvent(content=tail)
         answer.reasoning = "".join(reasoning)
-        answer.invalid_markers = markers.removed
+        # The final text is cleaned from the raw reply in one piece (the stream was cleaned as it went).
         text = "".join(content).strip()
         final = self._finish(answer, text, plan.sources, refused=says_not_covered(text))
         if final.refused and not final.citations:

@@ -100,3 +100,19 @@ def llm_server():
 
     with ScriptedLLMServer() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def fake_index(tmp_path_factory, bundled_papers):
+    """The bundled corpus indexed with the fake embedder: a real Chroma store and BM25, built in ~2 s."""
+    from rag.ingest import Ingestor, make_chunker
+    from rag.lexical import LexicalIndex
+    from rag.retrieval import HybridRetriever
+    from store.chroma import ChromaStore
+
+    folder = tmp_path_factory.mktemp("fake-index")
+    embedder = FakeEmbedder()
+    store = ChromaStore(path=folder / "chroma", collection="paperchat")
+    Ingestor(store, embedder, make_chunker(embedder, 256, 1)).ingest(bundled_papers)
+    retriever = HybridRetriever(store, embedder, LexicalIndex(folder / "lexical"))
+    return retriever

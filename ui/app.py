@@ -57,17 +57,20 @@ def build_app(services: Services) -> gr.Blocks:
                         feedback_options=None,
                         elem_id="pc-chat",
                     )
-                    with gr.Row():
+                    with gr.Row(equal_height=True):
                         question = gr.Textbox(
                             placeholder="Ask about the papers, e.g. “What did the MA-RAG authors evaluate on?”",
-                            show_label=False, scale=7, lines=1, max_lines=6, autofocus=True, elem_id="pc-question",
+                            show_label=False, container=False, scale=1, lines=1, max_lines=6, autofocus=True,
+                            elem_id="pc-question",
                         )
-                        ask = gr.Button("Ask", variant="primary", scale=1, min_width=80, elem_id="pc-ask")
-                        stop = gr.Button("Stop", variant="stop", scale=1, min_width=80, elem_id="pc-stop")
-                        new = gr.Button("New chat", scale=1, min_width=100, elem_id="pc-new")
+                        ask = gr.Button("Ask", variant="primary", scale=0, min_width=96, elem_id="pc-ask")
+                    with gr.Row():
+                        stop = gr.Button("■ Stop", variant="stop", size="sm", scale=0, min_width=96, elem_id="pc-stop")
+                        new = gr.Button("+ New chat", size="sm", scale=0, min_width=120, elem_id="pc-new")
                 with gr.Column(scale=2):
                     gr.Markdown("### Sources")
-                    sources = gr.HTML(render.SOURCES_PLACEHOLDER, elem_id="pc-sources-panel", js_on_load=None)
+                    sources = gr.HTML(render.SOURCES_PLACEHOLDER, elem_id="pc-sources-panel", js_on_load=None,
+                                      max_height=640)
 
             with gr.Tab("Papers", id="papers"):
                 paper_filter = gr.Textbox(
@@ -229,38 +232,44 @@ def prepare(components) -> Services:
     return services
 
 
-def serve(components, *, host: str | None = None, port: int | None = None, share: bool = False,
-          open_browser: bool = False) -> int:
-    """Run the web UI until Ctrl-C or SIGTERM; always closes the components (stops the embedded LLM)."""
+def launch(demo: gr.Blocks, settings, *, host: str | None = None, port: int | None = None, share: bool = False,
+           open_browser: bool = False) -> str:
+    """Start serving ``demo`` without blocking; returns the local URL. Warns when it is open to others."""
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    settings = components.settings
     host = resolve_host(host)
     port = resolve_port(port)
     auth = parse_auth(settings.auth)
+    if not is_loopback(host) and auth is None:
+        _say(f"warning: serving on {host}, reachable from other machines, without a login; "
+             "set PAPERCHAT_AUTH=user:password to require one")
+    if share and auth is None:
+        _say("warning: --share makes a public link without a login; set PAPERCHAT_AUTH=user:password first")
+    _app, local_url, share_url = demo.launch(
+        server_name=host, server_port=port, share=bool(share), auth=auth, inbrowser=open_browser,
+        prevent_thread_lock=True, quiet=True, show_error=False, ssr_mode=False, mcp_server=False,
+        run_history=False,  # it would keep every event's inputs, the API key too, in the browser
+        enable_monitoring=False, footer_links=["api", "settings"], css=render.CSS, theme=gr.themes.Soft(),
+    )
+    _say(f"open {local_url}" + (f" (public link: {share_url})" if share_url else "") + "; Ctrl-C stops")
+    return local_url
+
+
+def serve(components, *, host: str | None = None, port: int | None = None, share: bool = False,
+          open_browser: bool = False) -> int:
+    """Run the web UI until Ctrl-C or SIGTERM; always closes the components (stops the embedded LLM)."""
     previous_term = None
     services = None
     demo = None
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
     try:
         services = prepare(components)
-        if not is_loopback(host) and auth is None:
-            _say(f"warning: serving on {host}, reachable from other machines, without a login; "
-                 "set PAPERCHAT_AUTH=user:password to require one")
-        if share and auth is None:
-            _say("warning: --share makes a public link without a login; set PAPERCHAT_AUTH=user:password")
         demo = build_app(services)
-
-        def on_term(signum, frame):
-            raise KeyboardInterrupt
-
         previous_term = signal.signal(signal.SIGTERM, on_term)
-        _app, local_url, share_url = demo.launch(
-            server_name=host, server_port=port, share=share, auth=auth, inbrowser=open_browser,
-            prevent_thread_lock=True, quiet=True, show_error=False, ssr_mode=False, mcp_server=False,
-            run_history=False, enable_monitoring=False, footer_links=["api", "settings"],
-            css=render.CSS, theme=gr.themes.Soft(),
-        )
-        _say(f"open {local_url}" + (f" (public link: {share_url})" if share_url else "") + "; Ctrl-C stops")
-        demo.block_thread()
+        launch(demo, components.settings, host=host, port=port, share=share, open_browser=open_browser)
+        demo.block_thread()  # returns on Ctrl-C (and on SIGTERM, turned into one above)
         return 0
     except KeyboardInterrupt:
         return 130

@@ -422,11 +422,11 @@ def status(services: Services, settings: SessionSettings) -> str:
     if url and not settings.extractive:
         try:
             models = services.list_models(url, settings.api_key)
-            parts.append(f"**Endpoint:** ✅ reachable ({len(models)} model{'s' if len(models) != 1 else ''})")
+            parts.append(f"**Endpoint:** ✓ reachable ({len(models)} model{'s' if len(models) != 1 else ''})")
         except LLMAuthError as error:
-            parts.append(f"**Endpoint:** ❌ key rejected: {error}")
+            parts.append(f"**Endpoint:** ✗ key rejected: {error}")
         except (LLMError, ConfigError) as error:
-            parts.append(f"**Endpoint:** ❌ not reachable: {error}")
+            parts.append(f"**Endpoint:** ✗ not reachable: {error}")
     return render.chat_text(" · ".join(parts))
 
 

@@ -62,7 +62,7 @@ def answer_markdown(answer: Answer) -> str:
     """The assistant message for a finished answer: the answer, notes, and a compact list of its sources."""
     parts = [chat_text(answer.answer) or "*(empty answer)*"]
     if answer.interrupted:
-        parts.append("*⚠️ Interrupted: the endpoint stopped mid-answer; the text above is partial.*")
+        parts.append("*⚠ Interrupted: the endpoint stopped mid-answer; the text above is partial.*")
     notes = []
     if answer.invalid_markers:
         notes.append(f"{answer.invalid_markers} citation(s) that matched no source were removed")
@@ -73,7 +73,7 @@ def answer_markdown(answer: Answer) -> str:
     if answer.citations:
         lines = ["**Sources**"]
         for c in answer.citations:
-            weak = " · ⚠️ weakly supported" if c.weak else ""
+            weak = " · ⚠ weakly supported" if c.weak else ""
             lines.append(f"[{c.marker}] {chat_text(c.title)} — `{where(c.source, c.ordinal)}`{weak}")
         parts.append("  \n".join(lines))
     return "\n\n".join(parts)
@@ -81,11 +81,11 @@ def answer_markdown(answer: Answer) -> str:
 
 def interrupted_markdown(partial: str, reason: str) -> str:
     text = chat_text(partial.strip()) if partial.strip() else "*(nothing was written yet)*"
-    return f"{text}\n\n*⚠️ {chat_text(reason)}: the answer is partial.*"
+    return f"{text}\n\n*⚠ {chat_text(reason)}: the answer is partial.*"
 
 
 def error_markdown(message: str) -> str:
-    return f"⚠️ **Could not answer.** {chat_text(message)}"
+    return f"⚠ **Could not answer.** {chat_text(message)}"
 
 
 def history_entry(answer: Answer) -> dict:
@@ -130,14 +130,15 @@ def _cited_card(answer: Answer, citation) -> str:
     )
     spans = highlight_spans(abstract, answer.checks, citation.paper_id)
     weak_class = " pc-card-weak" if citation.weak else ""
+    weak_label = ' <span class="pc-badge pc-weak">weakly supported</span>' if citation.weak else ""
     return (
         f'<div class="pc-card{weak_class}">'
-        f'<div class="pc-card-title"><span class="pc-marker">[{citation.marker}]</span> {esc(citation.title)}</div>'
-        f'<div class="pc-meta">{_paper_meta(citation.source, citation.ordinal)} '
-        f"{_support_badge(citation.support, citation.weak)}</div>"
-        + (f'<ul class="pc-claims">{claims}</ul>' if claims else "")
-        + f'<details class="pc-abstract" open><summary>Abstract</summary><p>{highlighted_abstract(abstract, spans)}'
-        "</p></details></div>"
+        f'<div class="pc-card-title"><span class="pc-marker">[{citation.marker}]</span> {esc(citation.title)}'
+        f"{weak_label}</div>"
+        f'<div class="pc-meta">{_paper_meta(citation.source, citation.ordinal)}</div>'
+        + (f'<div class="pc-sub">Claims citing it</div><ul class="pc-claims">{claims}</ul>' if claims else "")
+        + f'<details class="pc-abstract" open><summary>Abstract (supporting sentences highlighted)</summary>'
+        f"<p>{highlighted_abstract(abstract, spans)}</p></details></div>"
     )
 
 
@@ -194,9 +195,13 @@ def message_html(message: str) -> str:
 # --- the papers tab --------------------------------------------------------------------------------------------
 
 
+def _words(query: str) -> list[str]:
+    return [w for w in query.lower().split() if w]
+
+
 def filter_papers(papers: Iterable[Paper], query: str) -> list[Paper]:
     """Papers whose title, abstract or source contain every word of ``query`` (case-insensitive)."""
-    words = query.lower().split()
+    words = _words(query)
     if not words:
         return list(papers)
     found = []
@@ -207,20 +212,40 @@ def filter_papers(papers: Iterable[Paper], query: str) -> list[Paper]:
     return found
 
 
+def word_spans(text: str, words: Sequence[str]) -> list[tuple[int, int]]:
+    """Where the (lower-case) ``words`` occur in ``text``, sorted, overlaps merged."""
+    lowered = text.lower()
+    spans = []
+    for word in words:
+        start = lowered.find(word)
+        while start != -1:
+            spans.append((start, start + len(word)))
+            start = lowered.find(word, start + len(word))
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
 def papers_html(papers: Sequence[Paper], total: int, query: str = "", limit: int = 200) -> str:
-    """The list of papers (title, source, position, abstract), escaped."""
+    """The papers (title, source, position, abstract), escaped; with a filter, open and matches marked."""
     if total == 0:
         return message_html("The index is empty: run `paperchat ingest`.")
     if not papers:
-        return message_html(f"No paper matches “{query}” (of {total}).")
+        return message_html(f"No paper matches “{query.strip()}” (of {total}).")
+    words = _words(query)
     shown = papers[:limit]
-    count = f"{len(papers)} of {total} papers" if query.strip() else f"{total} papers"
+    count = f"{len(papers)} of {total} papers match" if words else f"{total} papers (click one for its abstract)"
     if len(papers) > limit:
-        count += f" (showing the first {limit}; refine the filter)"
+        count += f"; showing the first {limit}, refine the filter"
     items = "".join(
-        f'<li class="pc-paper"><details><summary><span class="pc-hit-title">{esc(p.title)}</span> '
-        f"{_paper_meta(p.source, p.ordinal)}</summary>"
-        f'<p class="pc-abstract-text">{esc(p.abstract)}</p></details></li>'
+        f'<li class="pc-paper"><details{" open" if words else ""}><summary><span class="pc-hit-title">'
+        f"{highlighted_abstract(p.title, word_spans(p.title, words))}</span> {_paper_meta(p.source, p.ordinal)}"
+        f'</summary><p class="pc-abstract-text">{highlighted_abstract(p.abstract, word_spans(p.abstract, words))}'
+        "</p></details></li>"
         for p in shown
     )
     return f'<div class="pc-papers"><div class="pc-head">{esc(count)}</div><ul class="pc-hits">{items}</ul></div>'
@@ -266,11 +291,12 @@ CSS = """
 .pc-claims li { margin: 0.15rem 0; }
 .pc-abstract summary, .pc-hit summary { cursor: pointer; }
 .pc-abstract p, .pc-abstract-text { margin: 0.35rem 0 0; color: var(--body-text-color); white-space: pre-wrap; }
-.pc-sources mark { background: #fde68a; color: #111827; padding: 0 1px; border-radius: 2px; }
+.pc-sub { font-size: 0.78rem; color: var(--body-text-color-subdued); margin-top: 0.3rem; }
+.pc-sources mark, .pc-papers mark { background: #fde68a; color: #111827; padding: 0 1px; border-radius: 2px; }
 .pc-hits { list-style: none; padding: 0; margin: 0; }
 .pc-hit, .pc-paper { border-bottom: 1px solid var(--border-color-primary); padding: 0.35rem 0; }
 .pc-hit-title { font-weight: 500; }
 .pc-notes { color: var(--body-text-color-subdued); font-size: 0.8rem; margin-top: 0.6rem; }
 .pc-status { font-size: 0.85rem; }
-#pc-sources-panel { max-height: 640px; overflow-y: auto; }
+#pc-question textarea { font-size: 1rem; }
 """

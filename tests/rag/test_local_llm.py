@@ -375,8 +375,8 @@ def test_a_server_that_dies_while_starting_is_reported_with_its_log(fake_gguf, t
         server.start()
     message = str(caught.value)
     assert "exited with code 1 while starting" in message
-    # the end of its log on one line, without the traceback's frames
-    assert "loading the model... | ValueError: Failed to load model from file" in message
+    # the end of its log on one line: the lines reporting the error, without the traceback's frames
+    assert "starting: ValueError: Failed to load model from file. " in message
     assert "Traceback" not in message and "File " not in message
     assert "PAPERCHAT_LOCAL_MODEL_PATH" in message and str(tmp_path / "server.log") in message
     assert "\n" not in message

@@ -1,0 +1,130 @@
+"""Fixtures for the UI tests: a tiny real index (fake embedder) behind real ``Services``."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import BUNDLED_CORPUS, PROJECT_ROOT
+
+XSS_TITLE = "ProbeXSS <b>bold</b> injection"
+XSS_ABSTRACT = (
+    "We study markup injection against federated client selection with state space models. "
+    "This abstract holds <script>alert(1)</script> and <img src=x onerror=alert(1)> as plain text. "
+    "Rendering must escape markup so that no script runs."
+)
+XSS_RECORD = {"id": "probe-xss", "title": XSS_TITLE, "abstract": XSS_ABSTRACT, "venue": "test"}
+IMG_PAYLOAD = "<img src=x onerror=alert(1)>"
+SCRIPT_PAYLOAD = "<script>alert(1)</script>"
+
+
+def tiny_papers():
+    """FedSSM, MA-RAG and a few more bundled papers, plus the markup-injection probe."""
+    from rag.corpus import load_corpus
+    from rag.types import Paper
+
+    bundled = load_corpus([BUNDLED_CORPUS]).papers
+    wanted = {"000_dcbf1b5d2daaeff5.txt#1", "002_735305cd7294d037.txt#1", "000_dcbf1b5d2daaeff5.txt#5",
+              "000_dcbf1b5d2daaeff5.txt#8", "000_dcbf1b5d2daaeff5.txt#7"}
+    papers = [p for p in bundled if p.paper_id in wanted]
+    assert len(papers) == len(wanted)
+    papers.append(Paper("probe-xss", XSS_TITLE, XSS_ABSTRACT, "extra.jsonl", 1))
+    return papers
+
+
+@pytest.fixture
+def make_services(settings_factory, fake_embedder):
+    """``make_services(**settings)`` -> Services over a tiny index built with the fake embedder."""
+    from rag.components import Components
+    from ui.callbacks import Services
+
+    made = []
+
+    def make(**overrides):
+        components = Components(settings_factory(**overrides))
+        components.__dict__["embedder"] = fake_embedder  # cached_property: every part built later uses it
+        components.ingestor(show_progress=False).ingest(tiny_papers())
+        services = Services(components, probe_timeout=2.0)
+        made.append(services)
+        return services
+
+    yield make
+    for services in made:
+        services.close()
+
+
+# --- helpers for the slow tests that start real processes ----------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PAPERCHAT_", "GRADIO_")) and k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY")}
+    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False",
+                "PYTHONUNBUFFERED": "1", "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"})
+    env.update(extra)
+    return env
+
+
+def start_fake_llm(reply: str, *args: str) -> tuple[subprocess.Popen, str]:
+    """``python -m tests.fake_llm`` on a free port; returns the process and its base URL."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.fake_llm", "--port", "0", "--reply", reply, *args],
+        cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=clean_env(),
+    )
+    url = proc.stdout.readline().strip()
+    assert url.startswith("http://127.0.0.1:"), url
+    return proc, url
+
+
+def start_app(env: dict[str, str], port: int, log_path: Path) -> subprocess.Popen:
+    log = log_path.open("w")
+    return subprocess.Popen(
+        [sys.executable, "app.py", "--port", str(port)],
+        cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+    )
+
+
+def wait_for_app(proc: subprocess.Popen, url: str, log_path: Path, timeout: float = 150.0) -> None:
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"the app exited with {proc.returncode}:\n{log_path.read_text()[-3000:]}")
+        try:
+            if httpx.get(url, timeout=2.0, trust_env=False).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"the app did not come up in {timeout}s:\n{log_path.read_text()[-3000:]}")
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 20.0) -> int | None:
+    """SIGTERM (the app's clean shutdown), then SIGKILL if it does not go."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+    return proc.returncode
+
+
+def write_extra_corpus(path: Path) -> Path:
+    path.write_text(json.dumps(XSS_RECORD) + "\n", encoding="utf-8")
+    return path

@@ -1,0 +1,359 @@
+"""The UI callbacks as plain functions: a real pipeline over a tiny index (fake embedder) and a scripted
+OpenAI-compatible server over real HTTP. No browser."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from rag.errors import QueryError
+from tests.fake_llm import ScriptedLLMServer, free_port
+from tests.ui.conftest import IMG_PAYLOAD, SCRIPT_PAYLOAD
+from ui import callbacks, render
+from ui.callbacks import ChatSession, SessionSettings
+
+QUESTION = "Which papers use state space models for client selection?"
+FEDSSM = "000_dcbf1b5d2daaeff5.txt#1"
+
+
+@pytest.fixture(autouse=True)
+def every_update(monkeypatch):
+    monkeypatch.setattr(callbacks, "STREAM_INTERVAL", 0.0)
+
+
+def run(services, question, session=None, settings=None):
+    """All sessions a respond() yields (snapshots of what was shown), and the session."""
+    session = session if session is not None else ChatSession()
+    settings = settings or services.defaults()
+    shown = []
+    for current in callbacks.respond(services, question, session, settings):
+        assert current is session
+        shown.append(([dict(m) for m in current.messages], current.panel))
+    return shown, session
+
+
+def texts(messages):
+    return [m["content"] for m in messages]
+
+
+def test_answer_streams_then_shows_sources(make_services, llm_server):
+    llm_server.reply = "FedSSM selects clients with state space models [1]."
+    llm_server.chunk_size = 4
+    services = make_services(llm_base_url=llm_server.base_url)
+    shown, session = run(services, QUESTION)
+
+    assert len(shown) > 5  # searching, sources, several pieces of text, final
+    assert shown[0][0][-1]["content"].startswith("*Searching")
+    partials = [msgs[-1]["content"] for msgs, _ in shown if "FedSSM selects" in msgs[-1]["content"]]
+    assert any(len(a) < len(b) for a, b in zip(partials, partials[1:], strict=False))  # it grew while streaming
+    assert any("Retrieved papers" in panel for _, panel in shown)
+
+    final_messages, final_panel = shown[-1]
+    assert [m["role"] for m in final_messages] == ["user", "assistant"]
+    answer = final_messages[-1]["content"]
+    assert answer.startswith("FedSSM selects clients with state space models [1].")
+    assert "**Sources**" in answer and "[1] FedSSM — `000_dcbf1b5d2daaeff5.txt #1`" in answer
+    assert "Cited papers (1)" in final_panel and "<mark>" in final_panel
+    assert "supported" in final_panel or "weak" in final_panel  # per-claim support shown
+    assert "Retrieved but not cited" in final_panel
+    assert session.history[-1]["papers"] == [FEDSSM]
+    assert session.history[-2] == {"role": "user", "content": QUESTION}
+    assert session.pending is None and session.panels[1] == final_panel
+
+
+def test_weak_claims_are_marked(make_services, llm_server):
+    llm_server.reply = "Qux zork blorp frobnicate wibble [1]."
+    services = make_services(llm_base_url=llm_server.base_url)
+    shown, _ = run(services, QUESTION)
+    messages, panel = shown[-1]
+    assert "weakly supported" in messages[-1]["content"]
+    assert "pc-card-weak" in panel and "pc-claim-weak" in panel
+
+
+def test_corpus_and_model_markup_is_shown_as_text(make_services, llm_server):
+    llm_server.reply = f"FedSSM selects clients [1]. {IMG_PAYLOAD} ![x](http://example.invalid/p.png) {SCRIPT_PAYLOAD}"
+    services = make_services(llm_base_url=llm_server.base_url)
+    shown, _ = run(services, "markup injection federated client selection state space models script")
+    for messages, panel in shown:
+        for text in [*texts(messages), panel]:
+            assert "<img" not in text and "<script" not in text and "<b>" not in text
+    messages, panel = shown[-1]
+    assert "&lt;img src=x onerror=alert(1)&gt;" in messages[-1]["content"]
+    assert "!\\[x]" in messages[-1]["content"]  # a Markdown image would load a remote URL: kept as text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in panel  # the probe abstract, retrieved
+    assert "ProbeXSS &lt;b&gt;bold&lt;/b&gt;" in panel
+
+
+def test_follow_up_uses_the_conversation(make_services, llm_server):
+    llm_server.reply = "FedSSM selects clients with state space models [1]."
+    services = make_services(llm_base_url=llm_server.base_url)
+    _, session = run(services, QUESTION)
+    llm_server.reply = "It was evaluated on four multimodal benchmarks [1]."
+    shown, session = run(services, "What did the first one evaluate on?", session)
+    assert [m["role"] for m in shown[-1][0]] == ["user", "assistant", "user", "assistant"]
+    chat = [r for r in llm_server.requests if r["method"] == "POST"][-1]["json"]
+    prompt = chat["messages"][-1]["content"]
+    assert "[1] FedSSM" in prompt  # "the first one" is pinned to the paper the last answer cited
+    assert len(session.history) == 4 and session.history[-1]["papers"] == [FEDSSM]
+
+
+def test_sessions_are_independent(make_services, llm_server):
+    def echo(body):
+        return "Answer for " + body["messages"][-1]["content"].rsplit("Question: ", 1)[-1] + " [1]."
+
+    llm_server.reply = echo
+    services = make_services(llm_base_url=llm_server.base_url)
+    alice, bob = ChatSession(), ChatSession()
+    results = {}
+
+    def ask(name, session, question):
+        results[name] = run(services, question, session)
+
+    threads = [threading.Thread(target=ask, args=("alice", alice, QUESTION)),
+               threading.Thread(target=ask, args=("bob", bob, "Which papers detect anomalies with causal graphs?"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert "state space" in alice.messages[-1]["content"] and "causal" not in alice.messages[-1]["content"]
+    assert "causal" in bob.messages[-1]["content"] and "state space" not in bob.messages[-1]["content"]
+    assert len(alice.history) == len(bob.history) == 2
+    assert alice.panel != bob.panel
+
+
+def test_session_settings_pick_the_pipeline(make_services, llm_server):
+    services = make_services(llm_base_url=llm_server.base_url)
+    default = services.pipeline_for(services.defaults())
+    assert default is services.components.pipeline
+    hot = SessionSettings(base_url=llm_server.base_url, temperature=0.9)
+    assert services.pipeline_for(hot) is services.pipeline_for(hot)  # cached per distinct settings
+    assert services.pipeline_for(hot) is not default and services.pipeline_for(hot).config.temperature == 0.9
+    other = SessionSettings(base_url=llm_server.base_url, model="other-model")
+    assert services.pipeline_for(other).chat_model.model == "other-model"
+    assert services.pipeline_for(SessionSettings(extractive=True)).chat_model is None
+
+    run(services, QUESTION, settings=SessionSettings(base_url=llm_server.base_url, model="m2", temperature=0.7))
+    sent = [r for r in llm_server.requests if r["method"] == "POST"][-1]["json"]
+    assert sent["model"] == "m2" and sent["temperature"] == 0.7
+
+
+def test_extractive_mode_needs_no_llm(make_services, llm_server):
+    services = make_services(llm_base_url=llm_server.base_url)
+    shown, session = run(services, QUESTION, settings=SessionSettings(extractive=True))
+    assert not [r for r in llm_server.requests if r["method"] == "POST"]
+    assert "[1]" in shown[-1][0][-1]["content"] and "FedSSM" in shown[-1][1]
+    assert "extractive" in services.pipeline_for(SessionSettings(extractive=True)).backend
+
+
+def test_endpoint_down_is_a_readable_message_and_the_next_question_works(make_services, llm_server):
+    services = make_services(llm_base_url=llm_server.base_url)
+    down = SessionSettings(base_url=f"http://127.0.0.1:{free_port()}/v1")
+    shown, session = run(services, QUESTION, settings=down)
+    message = shown[-1][0][-1]["content"]
+    assert message.startswith("⚠ **Could not answer.**") and "127.0.0.1" in message
+    assert "Start a server" in message or "PAPERCHAT_LLM_BASE_URL" in message  # the fix is part of the message
+    assert session.history == [] and session.pending is None
+
+    llm_server.reply = "FedSSM selects clients with state space models [1]."
+    shown, session = run(services, QUESTION, session)
+    assert shown[-1][0][-1]["content"].startswith("FedSSM selects")
+    assert [m["role"] for m in session.messages] == ["user", "assistant", "user", "assistant"]
+
+
+def test_rejected_key_is_explained_and_never_shown(make_services, llm_server):
+    llm_server.api_key = "right-key"
+    services = make_services(llm_base_url=llm_server.base_url)
+    wrong = SessionSettings(base_url=llm_server.base_url, api_key="wrong-key-123")
+    shown, _ = run(services, QUESTION, settings=wrong)
+    message = shown[-1][0][-1]["content"]
+    assert "key" in message.lower() and "wrong-key-123" not in message and "wrong-key-123" not in shown[-1][1]
+    assert "wrong-key-123" not in repr(wrong)
+    line = callbacks.status(services, wrong)
+    assert "key rejected" in line and "wrong-key-123" not in line
+
+    right = SessionSettings(base_url=llm_server.base_url, api_key="right-key")
+    shown, _ = run(services, QUESTION, settings=right)
+    assert not shown[-1][0][-1]["content"].startswith("⚠")
+    assert "✓ reachable" in callbacks.status(services, right)
+
+
+def test_server_key_goes_only_to_the_server_endpoint(make_services, llm_server):
+    services = make_services(llm_base_url=llm_server.base_url, llm_api_key="server-secret")
+    with ScriptedLLMServer() as elsewhere:
+        run(services, QUESTION, settings=SessionSettings(base_url=elsewhere.base_url))
+        assert elsewhere.requests and all("Authorization" not in r["headers"] for r in elsewhere.requests)
+    run(services, QUESTION)
+    assert llm_server.requests[-1]["headers"]["Authorization"] == "Bearer server-secret"
+
+
+def test_timeout_is_reported(make_services, llm_server):
+    llm_server.mode = "hang"
+    services = make_services(llm_base_url=llm_server.base_url, llm_timeout=0.5, llm_retries=0)
+    shown, session = run(services, QUESTION)
+    assert "⚠ **Could not answer.**" in shown[-1][0][-1]["content"]
+    assert "PAPERCHAT_LLM_TIMEOUT" in shown[-1][0][-1]["content"] or "time" in shown[-1][0][-1]["content"].lower()
+
+
+def test_interrupted_stream_keeps_the_partial_answer(make_services, llm_server):
+    llm_server.reply = "FedSSM selects clients with state space models and more words to cut [1]."
+    llm_server.mode = "cut"
+    llm_server.cut_after = 3
+    services = make_services(llm_base_url=llm_server.base_url, llm_retries=0)
+    shown, session = run(services, QUESTION)
+    message = shown[-1][0][-1]["content"]
+    assert message.startswith("FedSSM selects") and "Interrupted" in message
+    assert "interrupted" in shown[-1][1]
+    assert session.history[-1]["content"].startswith("FedSSM selects")
+
+
+def test_reasoning_is_shown_apart_and_collapsed(make_services, llm_server):
+    llm_server.mode = "reasoning"
+    llm_server.reasoning = "Source [1] is about <b>client selection</b>."
+    llm_server.reply = "FedSSM selects clients with state space models [1]."
+    services = make_services(llm_base_url=llm_server.base_url)
+    shown, session = run(services, QUESTION)
+    messages = shown[-1][0]
+    assert [m["role"] for m in messages] == ["user", "assistant", "assistant"]
+    thought, answer = messages[1], messages[2]
+    assert thought["metadata"]["title"] == "Reasoning" and thought["metadata"]["status"] == "done"
+    assert "client selection" in thought["content"] and "<b>" not in thought["content"]
+    assert "Source [1] is about" not in answer["content"] and answer["content"].startswith("FedSSM")
+    assert session.history[-1]["content"].startswith("FedSSM")  # reasoning never goes back to the model
+    assert callbacks.select_message(session, 1) == session.panels[2]  # clicking the thought: its answer
+
+
+def test_stop_keeps_the_partial_answer_and_silences_the_stream(make_services, llm_server):
+    llm_server.reply = "FedSSM selects clients with state space models " * 10 + "[1]."
+    llm_server.chunk_size = 4
+    llm_server.delay = 0.01
+    services = make_services(llm_base_url=llm_server.base_url)
+    session = ChatSession()
+    stream = callbacks.respond(services, QUESTION, session, services.defaults())
+    for current in stream:
+        if "FedSSM" in current.messages[-1]["content"]:
+            break
+    partial = session.pending["partial"]
+    callbacks.stop(session)
+    assert session.pending is None
+    assert "Stopped" in session.messages[-1]["content"] and partial.strip() in session.messages[-1]["content"]
+    assert session.history[-1] == {"role": "assistant", "content": partial.strip(), "papers": []}
+    stopped = [dict(m) for m in session.messages]
+    assert list(stream) == []  # the old stream ends without touching the session
+    assert session.messages == stopped
+
+
+def test_stop_without_a_running_answer_changes_nothing():
+    session = ChatSession(messages=[{"role": "user", "content": "q"}])
+    assert callbacks.stop(session).messages == [{"role": "user", "content": "q"}]
+
+
+def test_new_chat_starts_over(make_services, llm_server):
+    services = make_services(llm_base_url=llm_server.base_url)
+    _, session = run(services, QUESTION)
+    fresh = callbacks.new_chat(session)
+    assert fresh.messages == [] and fresh.history == [] and fresh.panel == render.SOURCES_PLACEHOLDER
+    assert fresh.turn == session.turn  # a stream of the old chat stops writing
+
+
+def test_refusal_lists_the_nearest_papers(make_services, llm_server):
+    services = make_services(llm_base_url=llm_server.base_url, min_relevance=0.99)
+    shown, session = run(services, "Which papers study quantum gravity on black holes?")
+    message, panel = shown[-1][0][-1]["content"], shown[-1][1]
+    assert "do not answer" in message and "Nearest papers" in panel
+    assert not [r for r in llm_server.requests if r["method"] == "POST"]
+
+
+def test_empty_question_does_nothing(make_services, llm_server):
+    services = make_services(llm_base_url=llm_server.base_url)
+    shown, session = run(services, "   ")
+    assert shown == [([], render.SOURCES_PLACEHOLDER)] and session.history == []
+
+
+def test_status_and_model_list(make_services, llm_server):
+    llm_server.models = ["model-a", "model-b"]
+    services = make_services(llm_base_url=llm_server.base_url)
+    line = callbacks.status(services, services.defaults())
+    assert "6 papers" in line and "chunks" in line and "✓ reachable (2 models)" in line
+    choices, chosen, _ = callbacks.refresh_models(services, services.defaults())
+    assert choices == ["model-a", "model-b"] and chosen == "model-a"
+    choices, chosen, _ = callbacks.refresh_models(services, SessionSettings(base_url=llm_server.base_url, model="x"))
+    assert chosen == "x" and "x" in choices
+    down = SessionSettings(base_url=f"http://127.0.0.1:{free_port()}/v1")
+    assert "✗ not reachable" in callbacks.status(services, down)
+    assert callbacks.refresh_models(services, down)[0] == []
+    assert "must start with http" in callbacks.status(services, SessionSettings(base_url="localhost:1234"))
+    assert "extractive" in callbacks.status(services, SessionSettings(extractive=True))
+
+
+def test_papers_tab_filters_and_escapes(make_services, llm_server):
+    services = make_services(llm_base_url=llm_server.base_url)
+    everything = callbacks.search_papers(services, "")
+    assert "6 papers" in everything and "FedSSM" in everything and "000_dcbf1b5d2daaeff5.txt · #1" in everything
+    probe = callbacks.search_papers(services, "alert")
+    assert "1 of 6 papers match" in probe and "<script" not in probe and "<img" not in probe
+    assert "&lt;script&gt;<mark>alert</mark>(1)&lt;/script&gt;" in probe
+    assert "No paper matches" in callbacks.search_papers(services, "zebra giraffe")
+
+
+def test_api_chat_returns_the_answer_and_its_sources(make_services, llm_server):
+    llm_server.reply = "FedSSM selects clients with state space models [1]."
+    services = make_services(llm_base_url=llm_server.base_url)
+    text = callbacks.api_chat(services, QUESTION)
+    assert text.startswith("FedSSM selects clients with state space models [1].")
+    assert "\n\nSources:\n[1] FedSSM — 000_dcbf1b5d2daaeff5.txt #1" in text
+    with pytest.raises(QueryError):
+        callbacks.api_chat(services, "  ")
+
+
+def test_session_settings_from_panel_values():
+    s = SessionSettings.from_inputs(" http://h:1/v1/ ", None, " key ", 7.0, "0.3", 1)
+    assert (s.base_url, s.model, s.api_key, s.top_k, s.temperature, s.extractive) == (
+        "http://h:1/v1", "", "key", 7, 0.3, True)
+    assert "key" not in repr(s)
+    assert SessionSettings.from_inputs(None, None, None, 500, 9, False).top_k == callbacks.MAX_TOP_K
+    assert callbacks.display_url("http://user:pw@host:8/v1") == "http://host:8/v1"
+
+
+def test_select_message_shows_that_answers_sources():
+    session = ChatSession(
+        messages=[{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+                  {"role": "user", "content": "c"}, {"role": "assistant", "content": "d"}],
+        panels={1: "first", 3: "second"}, panel="second",
+    )
+    assert callbacks.select_message(session, 1) == "first"
+    assert callbacks.select_message(session, [3, 0]) == "second"
+    assert callbacks.select_message(session, 0) == "second"  # a question: the current panel
+
+
+def test_render_escapes_everything():
+    assert render.chat_text("<b>x</b> & ![i](u)") == "&lt;b&gt;x&lt;/b&gt; &amp; !\\[i](u)"
+    html = render.highlighted_abstract("a <i>b</i> c", [(2, 10)])
+    assert html == "a <mark>&lt;i&gt;b&lt;/i&gt;</mark> c"
+    assert render.esc('"><script>') == "&quot;&gt;&lt;script&gt;"
+
+
+def test_serving_helpers(monkeypatch):
+    from ui import app
+
+    assert app.is_loopback("127.0.0.1") and app.is_loopback("localhost") and app.is_loopback("::1")
+    assert not app.is_loopback("0.0.0.0") and not app.is_loopback("192.168.1.4")
+    monkeypatch.delenv("GRADIO_SERVER_NAME", raising=False)
+    monkeypatch.delenv("GRADIO_SERVER_PORT", raising=False)
+    assert app.resolve_host(None) == "127.0.0.1" and app.resolve_port(None) is None
+    monkeypatch.setenv("GRADIO_SERVER_NAME", "0.0.0.0")
+    monkeypatch.setenv("GRADIO_SERVER_PORT", "7999")
+    assert app.resolve_host(None) == "0.0.0.0" and app.resolve_host("127.0.0.1") == "127.0.0.1"
+    assert app.resolve_port(None) == 7999 and app.resolve_port(8001) == 8001
+    assert app.parse_auth("ann:pa:ss") == ("ann", "pa:ss") and app.parse_auth(None) is None
+
+
+def test_serve_arguments():
+    import argparse
+
+    from ui.cli_serve import add_serve_arguments
+
+    args = add_serve_arguments(argparse.ArgumentParser()).parse_args([])
+    assert (args.host, args.port, args.share, args.k, args.extractive) == (None, None, False, None, False)
+    args = add_serve_arguments(argparse.ArgumentParser()).parse_args(["--host", "0.0.0.0", "--port", "9", "--share"])
+    assert (args.host, args.port, args.share) == ("0.0.0.0", 9, True)

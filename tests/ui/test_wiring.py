@@ -1,0 +1,72 @@
+"""The Gradio app in-process over a tiny index (fake embedder): its API, its login, its warnings. No browser."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.ui.conftest import free_port
+
+QUESTION = "Which papers use state space models for client selection?"
+
+
+@pytest.fixture
+def launched(make_services, llm_server):
+    """``launched(**settings)`` -> (url, services) of a running app; closed afterwards."""
+    from ui.app import build_app, launch
+
+    demos = []
+
+    def start(host="127.0.0.1", **overrides):
+        services = make_services(llm_base_url=llm_server.base_url, **overrides)
+        demo = build_app(services)
+        demos.append(demo)
+        url = launch(demo, services.settings, host=host, port=free_port())
+        return url.replace("0.0.0.0", "127.0.0.1"), services
+
+    yield start
+    for demo in demos:
+        demo.close()
+
+
+def test_chat_api_is_the_only_public_endpoint(launched, llm_server, capsys):
+    from gradio_client import Client
+
+    llm_server.reply = "FedSSM selects clients with state space models [1]."
+    url, _ = launched()
+    assert "warning" not in capsys.readouterr().err  # loopback: no warning
+    client = Client(url, verbose=False)
+    info = client.view_api(print_info=False, return_format="dict")
+    assert list(info["named_endpoints"]) == ["/chat"] and not info["unnamed_endpoints"]
+    text = client.predict(QUESTION, api_name="/chat")
+    assert text.startswith("FedSSM selects clients with state space models [1].\n\n"
+                           "Sources:\n[1] FedSSM — 000_dcbf1b5d2daaeff5.txt #1")
+    assert client.predict("Which papers detect anomalies with causal graphs?", api_name="/chat")  # stateless
+
+
+def test_chat_api_errors_are_readable(launched, llm_server):
+    from gradio_client import Client
+
+    llm_server.mode = "status"
+    llm_server.status_code = 401
+    llm_server.error_message = "Incorrect API key provided"
+    url, _ = launched(llm_retries=0)
+    client = Client(url, verbose=False)
+    with pytest.raises(Exception, match="key") as raised:
+        client.predict(QUESTION, api_name="/chat")
+    assert "Traceback" not in str(raised.value)
+    llm_server.mode = "stream"
+    assert "FedSSM" in client.predict(QUESTION, api_name="/chat")  # the app keeps working
+
+
+def test_login_and_open_address_warning(launched, llm_server, capsys):
+    from gradio_client import Client
+
+    url, _ = launched(host="0.0.0.0", auth="ann:s3cret")
+    assert "warning" not in capsys.readouterr().err  # a login is required: no warning
+    with pytest.raises(Exception):  # noqa: B017 - gradio_client raises different errors across versions
+        Client(url, verbose=False).predict(QUESTION, api_name="/chat")
+    assert "FedSSM" in Client(url, auth=("ann", "s3cret"), verbose=False).predict(QUESTION, api_name="/chat")
+
+    launched(host="0.0.0.0")
+    err = capsys.readouterr().err
+    assert "warning: serving on 0.0.0.0" in err and "PAPERCHAT_AUTH" in err
