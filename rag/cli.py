@@ -250,6 +250,76 @@ def cmd_chat(args) -> int:
             history += [{"role": "user", "content": question}, _history_entry(answer)]
 
 
+# --- doctor -------------------------------------------------------------------------------------
+
+
+def cmd_doctor(args) -> int:
+    """Check each part in turn and say what to fix; exit 1 when something needs fixing."""
+    from rag.llm import OpenAIChatModel
+
+    fixes: list[str] = []
+    settings = load_settings(**({"llm": "extractive"} if args.extractive else {}))
+
+    def line(name: str, status: str) -> None:
+        print(f"{name:<12} {status}")
+
+    from rag.components import Components
+
+    with Components(settings) as components:
+        store = components.store
+        try:
+            papers, chunks = store.counts()
+            manifest = store.manifest() or {}
+            if papers:
+                line("index", f"{papers} papers, {chunks} chunks, model {manifest.get('embedding_model')}, "
+                              f"at {store.location}")
+                store.check_manifest(components.retriever.expected_manifest or {})
+            else:
+                line("index", f"empty at {store.location}")
+                fixes.append("build the index: paperchat ingest")
+        except PaperchatError as e:
+            line("index", f"PROBLEM: {e}")
+            fixes.append(str(e))
+        try:
+            embedder = components.embedder
+            line("embedding", f"{embedder.name} ({embedder.dimension} dimensions, {embedder.max_tokens} word pieces)")
+        except PaperchatError as e:
+            line("embedding", f"PROBLEM: {e}")
+            fixes.append(str(e))
+
+        kind = components.backend_kind()
+        if kind == "extractive":
+            line("answers", "extractive (no LLM): quoted, cited sentences")
+            if settings.llm == "auto":
+                from rag.components import HOW_TO_GENERATE
+
+                fixes.append(HOW_TO_GENERATE)
+        else:
+            try:
+                model = components.chat_model
+                assert isinstance(model, OpenAIChatModel)
+                where = "embedded llama.cpp server" if kind == "embedded" else f"endpoint {settings.llm_base_url}"
+                models = model.list_models()
+                line("answers", f"{where}: reachable, models: {', '.join(models[:8]) or 'none listed'}")
+                started = time.monotonic()
+                text, _reasoning = model.complete([{"role": "user", "content": "Say OK."}], max_tokens=8)
+                line("streaming", f"works ({time.monotonic() - started:.1f}s for a short reply: {text.strip()[:40]!r})")
+                line("context", f"{settings.llm_context_window} tokens (PAPERCHAT_LLM_CONTEXT_WINDOW)")
+                if kind == "embedded":
+                    from rag.components import HOW_TO_CONNECT
+
+                    fixes.append(f"the embedded model is tiny; {HOW_TO_CONNECT}")
+            except PaperchatError as e:
+                line("answers", f"PROBLEM: {e}")
+                fixes.append(str(e))
+    if fixes:
+        print("\nto fix or improve:")
+        for fix in fixes:
+            print(f"- {fix}")
+    problems = [f for f in fixes if not f.startswith(("the embedded model is tiny", "answers are extractive"))]
+    return 1 if problems else 0
+
+
 # --- stats and eval ------------------------------------------------------------------------------
 
 
@@ -343,6 +413,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, default=None)
     p.add_argument("--extractive", action="store_true")
     p.set_defaults(func=cmd_chat)
+
+    p = sub.add_parser("doctor", help="check the index, the model and the LLM endpoint, and say what to fix")
+    p.add_argument("--extractive", action="store_true")
+    p.set_defaults(func=cmd_doctor)
 
     p = sub.add_parser("prompt", help="an interactive search prompt")
     p.add_argument("--k", type=int, default=None)

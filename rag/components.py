@@ -93,7 +93,7 @@ class Components:
             return OpenAIChatModel(
                 base_url, model=server.model_name, timeout=self.settings.llm_timeout, retries=self.settings.llm_retries,
                 temperature=self.settings.llm_temperature, max_tokens=self.settings.llm_max_tokens,
-                label_prefix="llama.cpp",
+                label_prefix="llama.cpp", local=True,
             )
         return OpenAIChatModel.from_settings(self.settings)
 

@@ -220,6 +220,7 @@ class OpenAIChatModel:
         backoff: float = 0.5,
         transport: httpx.BaseTransport | None = None,
         label_prefix: str = "endpoint",
+        local: bool = False,
     ) -> None:
         self.base_url = base_url.strip().rstrip("/")
         self._secret = _Secret(api_key) if api_key else None
@@ -230,6 +231,7 @@ class OpenAIChatModel:
         self.max_tokens = max_tokens
         self.backoff = max(0.0, float(backoff))
         self.label_prefix = label_prefix
+        self._local = local
         self._transport = transport
         self._client: httpx.Client | None = None
         self._client_lock = threading.Lock()
@@ -266,6 +268,8 @@ class OpenAIChatModel:
     @property
     def label(self) -> str:
         model = self.model or self._resolved_model or "first listed model"
+        if self._local:
+            return f"{self.label_prefix}: {model}"  # an embedded server's port means nothing to the user
         return f"{self.label_prefix}: {model} @ {self._shown_url}"
 
     def __repr__(self) -> str:

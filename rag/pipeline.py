@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from rag.citations import check_claims, citations_from_checks, clean_markers, split_claims
 from rag.embedding import Embedder
 from rag.errors import LLMError, LLMInterrupted
-from rag.extractive import ExtractiveAnswerer
+from rag.extractive import ExtractiveAnswerer, names_paper
 from rag.llm import ChatModel
 from rag.prompts import NOT_COVERED, build_prompt, condense_messages, says_not_covered
 from rag.retrieval import HybridRetriever
@@ -182,7 +182,7 @@ class AnswerPipeline:
         yield SourcesEvent(hits, follow.query)
         answer = Answer(question=question, answer="", sources=hits, backend=self.backend, search_query=follow.query)
 
-        if not hits or (not follow.pinned and max(h.dense_score for h in hits) < self.config.min_relevance):
+        if not hits or not self._relevant(question, hits, pinned=bool(follow.pinned)):
             answer.answer = self._not_covered(hits)
             answer.refused = True
             yield TextEvent(content=answer.answer)
@@ -197,12 +197,15 @@ class AnswerPipeline:
             yield FinalEvent(self._finish(answer, text, hits, refused=refused))
             return
 
+        # A tiny model reads slowly and loses track of many sources: give it the best three.
+        prompt_hits = hits[:3] if self.config.small_model else hits
         plan = build_prompt(
-            question, hits, history=[{"role": m["role"], "content": m.get("content", "")} for m in history],
+            question, prompt_hits, history=[{"role": m["role"], "content": m.get("content", "")} for m in history],
             context_window=self.config.context_window, max_answer_tokens=self.config.max_tokens,
             small_model=self.config.small_model,
         )
-        answer.sources = plan.sources + plan.dropped
+        numbered = {h.paper_id for h in plan.sources}
+        answer.sources = plan.sources + [h for h in hits if h.paper_id not in numbered]
         markers = MarkerFilter(set(range(1, len(plan.sources) + 1)))
         content: list[str] = []
         reasoning: list[str] = []
@@ -226,6 +229,12 @@ class AnswerPipeline:
         if final.refused and not final.citations:
             final.answer = self._not_covered(hits, lead=text)
         yield FinalEvent(final)
+
+    def _relevant(self, question: str, hits: Sequence[Hit], *, pinned: bool) -> bool:
+        """Is anything retrieved close enough to answer from? A paper named in the question always is."""
+        if pinned or any(names_paper(question, h) for h in hits):
+            return True
+        return max(h.dense_score for h in hits) >= self.config.min_relevance
 
     def _finish(self, answer: Answer, text: str, numbered: Sequence[Hit], *, refused: bool) -> Answer:
         text, removed = clean_markers(text, set(range(1, len(numbered) + 1)))

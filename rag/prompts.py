@@ -28,8 +28,8 @@ papers with their citation.
 
 # A 135M-parameter model follows short, concrete instructions best.
 SMALL_MODEL_SYSTEM_PROMPT = (
-    "Answer the question using only the sources. After each sentence, write the source number like [1]. "
-    f'If the sources do not answer it, write: "{NOT_COVERED}"'
+    "Answer in one or two sentences using only the sources. End each sentence with the number of its "
+    'source in brackets, for example: "The method was tested on ImageNet [1]."'
 )
 
 USER_TEMPLATE = """<sources>

@@ -35,7 +35,7 @@ def build_app(services: Services) -> gr.Blocks:
     with gr.Blocks(title="paperchat", analytics_enabled=False) as demo:
         session = gr.State(ChatSession())
         gr.Markdown("# paperchat\n" + render.INTRO)
-        status_line = gr.Markdown("**Index:** …", elem_classes="pc-status")
+        status_line = gr.Markdown("**Index:** …", elem_classes="pc-status", elem_id="pc-status")
 
         with gr.Tabs():
             with gr.Tab("Chat", id="chat"), gr.Row(equal_height=False):
@@ -85,7 +85,7 @@ def build_app(services: Services) -> gr.Blocks:
                 )
                 with gr.Row():
                     base_url = gr.Textbox(
-                        label="Endpoint URL (OpenAI-compatible)", value=defaults.base_url, scale=3,
+                        label="Endpoint URL (OpenAI-compatible)", value=defaults.base_url, scale=3, elem_id="pc-endpoint",
                         placeholder="e.g. http://127.0.0.1:11434/v1 (Ollama); blank: the server's default",
                     )
                     model = gr.Dropdown(

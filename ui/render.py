@@ -44,11 +44,13 @@ def esc(text: object) -> str:
 def chat_text(text: str) -> str:
     """Untrusted text for the Chatbot's Markdown: HTML shows as text, Markdown images load nothing.
 
-    ``<``, ``>`` and ``&`` become entities, which Markdown renders as the characters themselves, so
-    ``<img src=x onerror=...>`` is displayed, never parsed. ``![alt](url)`` would fetch a remote image
-    (a tracking pixel from a prompt-injected answer): the ``[`` is escaped so it stays text.
+    Only ``<`` can open HTML in Markdown: it becomes ``&lt;``, which Markdown renders as the character, so
+    ``<img src=x onerror=...>`` is displayed, never parsed (``>`` and ``&`` stay, so the copy button copies
+    "p > 0.05" and "R&D" as written). ``![alt](url)`` would fetch a remote image (a tracking pixel from a
+    prompt-injected answer): its ``[`` is escaped so it stays text. Links are left to the Chatbot's
+    sanitizer (``sanitize_html=True``), which drops ``javascript:`` URLs.
     """
-    return _MD_IMAGE.sub(r"!\\[", html.escape(text, quote=False))
+    return _MD_IMAGE.sub(r"!\\[", text.replace("<", "&lt;"))
 
 
 def where(source: str, ordinal: int) -> str:

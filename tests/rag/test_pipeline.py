@@ -135,7 +135,7 @@ def hit(n: int, abstract: str) -> Hit:
 
 
 def test_prompt_fits_budget_and_never_cuts_silently():
-    hits = [hit(i, ("Sentence about topic %d. " % i) * 120) for i in range(1, 6)]
+    hits = [hit(i, (f"Sentence about topic {i}. ") * 120) for i in range(1, 6)]
     plan = build_prompt("q?", hits, context_window=2048, max_answer_tokens=512)
     assert plan.prompt_tokens + 512 <= 2048
     assert plan.dropped  # not everything fits

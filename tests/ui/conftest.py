@@ -16,7 +16,7 @@ from tests.conftest import BUNDLED_CORPUS, PROJECT_ROOT
 
 XSS_TITLE = "ProbeXSS <b>bold</b> injection"
 XSS_ABSTRACT = (
-    "We study markup injection against federated client selection with state space models. "
+    "We study markup injection in chat assistants that render paper abstracts, e.g. about client selection. "
     "This abstract holds <script>alert(1)</script> and <img src=x onerror=alert(1)> as plain text. "
     "Rendering must escape markup so that no script runs."
 )

@@ -79,7 +79,7 @@ def test_corpus_and_model_markup_is_shown_as_text(make_services, llm_server):
         for text in [*texts(messages), panel]:
             assert "<img" not in text and "<script" not in text and "<b>" not in text
     messages, panel = shown[-1]
-    assert "&lt;img src=x onerror=alert(1)&gt;" in messages[-1]["content"]
+    assert "&lt;img src=x onerror=alert(1)>" in messages[-1]["content"]
     assert "!\\[x]" in messages[-1]["content"]  # a Markdown image would load a remote URL: kept as text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in panel  # the probe abstract, retrieved
     assert "ProbeXSS &lt;b&gt;bold&lt;/b&gt;" in panel
@@ -327,7 +327,7 @@ def test_select_message_shows_that_answers_sources():
 
 
 def test_render_escapes_everything():
-    assert render.chat_text("<b>x</b> & ![i](u)") == "&lt;b&gt;x&lt;/b&gt; &amp; !\\[i](u)"
+    assert render.chat_text("<b>x</b> & p > 0.05 ![i](u)") == "&lt;b>x&lt;/b> & p > 0.05 !\\[i](u)"
     html = render.highlighted_abstract("a <i>b</i> c", [(2, 10)])
     assert html == "a <mark>&lt;i&gt;b&lt;/i&gt;</mark> c"
     assert render.esc('"><script>') == "&quot;&gt;&lt;script&gt;"

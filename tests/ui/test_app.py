@@ -1,0 +1,57 @@
+"""End to end: ``python app.py`` as a process over an empty data dir (it builds the index from the bundled
+corpus with the real embedding model), a scripted LLM endpoint as another process, and ``gradio_client``."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from tests.ui.conftest import clean_env, free_port, start_app, start_fake_llm, stop_process, wait_for_app
+
+pytestmark = pytest.mark.slow
+
+REPLY = "FedSSM selects clients with state space models [1]."
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("app")
+    llm, llm_url = start_fake_llm(REPLY)
+    port = free_port()
+    log = tmp / "app.log"
+    env = clean_env(PAPERCHAT_LLM_BASE_URL=llm_url, PAPERCHAT_DATA_DIR=str(tmp / "data"))
+    proc = start_app(env, port, log)
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        wait_for_app(proc, url, log)
+        yield url, proc, log
+    finally:
+        stop_process(proc)
+        stop_process(llm)
+
+
+def test_chat_api_answers_with_sources(app):
+    from gradio_client import Client
+
+    url, _, _ = app
+    text = Client(url, verbose=False).predict(
+        "which papers use state-space models for client selection?", api_name="/chat"
+    )
+    assert text.startswith(REPLY)
+    assert "Sources:\n[1] FedSSM — 000_dcbf1b5d2daaeff5.txt #1" in text
+
+
+def test_empty_index_was_built_on_startup_and_nothing_is_public(app):
+    _, _, log = app
+    text = log.read_text()
+    assert "the index is empty: building it from" in text
+    assert "open http://127.0.0.1:" in text
+    assert "gradio.live" not in text and "warning" not in text  # loopback, no share link
+
+
+def test_ctrl_c_stops_the_app_cleanly(app):
+    _, proc, log = app
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(30) == 0
+    assert log.read_text().rstrip().endswith("paperchat: stopped")
