@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
 demo: install
 	$(BIN)/paperchat ingest
-	$(BIN)/paperchat prompt
+	$(BIN)/paperchat serve --open
 
 test: install chromium
 	$(BIN)/ruff check .

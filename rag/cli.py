@@ -418,6 +418,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--extractive", action="store_true")
     p.set_defaults(func=cmd_doctor)
 
+    from ui.cli_serve import add_serve_arguments, cmd_serve
+
+    p = sub.add_parser("serve", help="open the web UI (http://127.0.0.1:7860)")
+    add_serve_arguments(p)
+    p.set_defaults(func=cmd_serve)
+
     p = sub.add_parser("prompt", help="an interactive search prompt")
     p.add_argument("--k", type=int, default=None)
     p.set_defaults(func=cmd_prompt)

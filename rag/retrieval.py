@@ -174,7 +174,8 @@ class HybridRetriever:
             paper = papers.get(pid)
             if paper is None:  # removed between the two reads
                 continue
-            text = chunk_best[pid][1] if pid in chunk_best else self._lexical_text(lexical_best[pid][1], paper.abstract)
+            # A paper found only by its whole-abstract vector or by BM25 shows the start of its abstract.
+            text = chunk_best[pid][1] if pid in chunk_best else paper.abstract[:1000]
             hits.append(
                 Hit(
                     rank=len(hits) + 1,
@@ -205,10 +206,6 @@ class HybridRetriever:
         self.refresh()
         found = [(m.start(), pid) for pid, pattern in self._name_patterns if (m := pattern.search(text))]
         return [pid for _, pid in sorted(found)]
-
-    def _lexical_text(self, row: int, abstract: str) -> str:
-        # Lexical-only candidates: show the abstract's start; the chunk text itself lives in Chroma.
-        return abstract[:1000]
 
     def search_many(self, questions: Sequence[str], k: int | None = None) -> list[list[Hit]]:
         """Many questions with one batched embedding call."""

@@ -59,7 +59,7 @@ def build_app(services: Services) -> gr.Blocks:
                     )
                     with gr.Row(equal_height=True):
                         question = gr.Textbox(
-                            placeholder="Ask about the papers, e.g. “What did the MA-RAG authors evaluate on?”",
+                            placeholder="Ask about the papers…",
                             show_label=False, container=False, scale=1, lines=1, max_lines=6, autofocus=True,
                             elem_id="pc-question",
                         )
@@ -85,7 +85,8 @@ def build_app(services: Services) -> gr.Blocks:
                 )
                 with gr.Row():
                     base_url = gr.Textbox(
-                        label="Endpoint URL (OpenAI-compatible)", value=defaults.base_url, scale=3, elem_id="pc-endpoint",
+                        label="Endpoint URL (OpenAI-compatible)", value=defaults.base_url, scale=3,
+                        elem_id="pc-endpoint",
                         placeholder="e.g. http://127.0.0.1:11434/v1 (Ollama); blank: the server's default",
                     )
                     model = gr.Dropdown(

@@ -28,6 +28,7 @@ STREAM_INTERVAL = 0.05  # seconds between UI updates while an answer streams
 PROBE_TIMEOUT = 3.0  # seconds to wait for an endpoint's model list in the status line
 MAX_TOP_K = 20
 MAX_CACHED_PIPELINES = 16
+SETTINGS_HINT = "In this app: check the endpoint URL, model and API key in the Settings tab, or tick extractive mode"
 
 
 @dataclass(frozen=True)
@@ -316,7 +317,10 @@ def respond(
     except PaperchatError as error:
         if not current():
             return
-        _fail(session, question, "".join(content), str(error), base, show)
+        message = str(error)
+        if isinstance(error, LLMError):
+            message += f". {SETTINGS_HINT}"
+        _fail(session, question, "".join(content), message, base, show)
         yield session
         return
     except Exception as error:  # a bug: say so in the chat, log it, keep the app working
@@ -387,21 +391,23 @@ def select_message(session: ChatSession, index) -> str:
 # --- settings panel --------------------------------------------------------------------------------------------
 
 
-def backend_description(services: Services, settings: SessionSettings) -> str:
+def backend_description(services: Services, settings: SessionSettings, listed: list[str] | None = None) -> str:
+    """Who answers for these settings; ``listed``: the endpoint's models, if known (names the default one)."""
     if settings.extractive:
         return "extractive: quoted sentences from the abstracts, no LLM"
-    if settings.base_url:
-        model = settings.model or "first listed model"
-        return f"endpoint: {model} @ {display_url(settings.base_url)}"
-    kind = services.components.backend_kind()
+    kind = "endpoint" if settings.base_url else services.components.backend_kind()
+    if kind == "endpoint":
+        url = settings.base_url or services.settings.llm_base_url or ""
+        model = settings.model if settings.base_url else (services.settings.llm_model or "")
+        if not model:
+            model = f"{listed[0]} (first listed)" if listed else "the first listed model"
+        return f"endpoint {model} @ {display_url(url)}"
     if kind == "embedded":
         chat_model = services.components.__dict__.get("chat_model")
         if chat_model is not None:
-            return chat_model.label + " (embedded, a tiny model)"
+            return chat_model.label + " (embedded, a tiny model; connect an endpoint for better answers)"
         return ("embedded llama.cpp model (starts with the first question; a tiny model, "
                 "connect an endpoint for better answers)")
-    if kind == "endpoint":
-        return f"endpoint @ {display_url(services.settings.llm_base_url or '')}"
     return "extractive: quoted sentences from the abstracts, no LLM"
 
 
@@ -410,38 +416,41 @@ def _server_endpoint(services: Services) -> str:
     return (services.settings.llm_base_url or "") if services.components.backend_kind() == "endpoint" else ""
 
 
-def status(services: Services, settings: SessionSettings) -> str:
+def _probe(services: Services, settings: SessionSettings) -> tuple[list[str] | None, str]:
+    """(the endpoint's models or None, a status part) for the endpoint these settings use, if any."""
+    url = settings.base_url or _server_endpoint(services)
+    if not url or settings.extractive:
+        return None, ""
+    try:
+        models = services.list_models(url, settings.api_key)
+    except LLMAuthError as error:
+        return None, f"**Endpoint:** ✗ key rejected: {error}"
+    except (LLMError, ConfigError) as error:
+        return None, f"**Endpoint:** ✗ not reachable: {error}"
+    return models, f"**Endpoint:** ✓ reachable ({len(models)} model{'s' if len(models) != 1 else ''})"
+
+
+def status(services: Services, settings: SessionSettings, probe: tuple[list[str] | None, str] | None = None) -> str:
     """One status line (Markdown, escaped): index size, who answers, whether the endpoint answers."""
     try:
         papers, chunks = services.counts()
         index = f"**Index:** {papers} papers, {chunks} chunks"
     except PaperchatError as error:
         index = f"**Index:** unavailable ({error})"
-    parts = [index, f"**Backend:** {backend_description(services, settings)}"]
-    url = settings.base_url or _server_endpoint(services)
-    if url and not settings.extractive:
-        try:
-            models = services.list_models(url, settings.api_key)
-            parts.append(f"**Endpoint:** ✓ reachable ({len(models)} model{'s' if len(models) != 1 else ''})")
-        except LLMAuthError as error:
-            parts.append(f"**Endpoint:** ✗ key rejected: {error}")
-        except (LLMError, ConfigError) as error:
-            parts.append(f"**Endpoint:** ✗ not reachable: {error}")
+    models, endpoint = probe if probe is not None else _probe(services, settings)
+    parts = [index, f"**Backend:** {backend_description(services, settings, models)}"]
+    if endpoint:
+        parts.append(endpoint)
     return render.chat_text(" · ".join(parts))
 
 
 def refresh_models(services: Services, settings: SessionSettings) -> tuple[list[str], str, str]:
     """Models offered by the session's endpoint: (choices, the model to select, status line)."""
-    url = settings.base_url or _server_endpoint(services)
-    models: list[str] = []
-    if url and not settings.extractive:
-        try:
-            models = services.list_models(url, settings.api_key)
-        except (LLMError, ConfigError):
-            models = []  # the status line says why
+    probe = _probe(services, settings)
+    models = probe[0] or []
     chosen = settings.model if settings.model else (models[0] if models else "")
     choices = list(dict.fromkeys([*models, *([settings.model] if settings.model else [])]))
-    return choices, chosen, status(services, settings)
+    return choices, chosen, status(services, settings, probe)
 
 
 # --- papers tab ------------------------------------------------------------------------------------------------

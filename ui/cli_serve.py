@@ -41,14 +41,18 @@ def components_from_args(args):
 
 def cmd_serve(args) -> int:
     """Run the web UI until Ctrl-C; PaperchatError propagates (the caller prints it as one line)."""
-    from ui.app import serve
+    from rag.errors import ConfigError
 
     if getattr(args, "port", None) is not None and not 0 <= args.port <= 65535:
-        from rag.errors import ConfigError
-
         raise ConfigError(f"--port {args.port}: must be between 0 and 65535")
+    if getattr(args, "k", None) is not None and args.k < 1:
+        raise ConfigError(f"--k {args.k}: must be at least 1")
+    components = components_from_args(args)
+
+    from ui.app import serve  # Gradio loads only once the settings are known to be good
+
     return serve(
-        components_from_args(args),
+        components,
         host=getattr(args, "host", None),
         port=getattr(args, "port", None),
         share=bool(getattr(args, "share", False)),

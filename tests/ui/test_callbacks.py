@@ -153,6 +153,7 @@ def test_endpoint_down_is_a_readable_message_and_the_next_question_works(make_se
     message = shown[-1][0][-1]["content"]
     assert message.startswith("⚠ **Could not answer.**") and "127.0.0.1" in message
     assert "Start a server" in message or "PAPERCHAT_LLM_BASE_URL" in message  # the fix is part of the message
+    assert callbacks.SETTINGS_HINT in message  # and how to fix it from the UI
     assert session.history == [] and session.pending is None
 
     llm_server.reply = "FedSSM selects clients with state space models [1]."
@@ -357,3 +358,14 @@ def test_serve_arguments():
     assert (args.host, args.port, args.share, args.k, args.extractive) == (None, None, False, None, False)
     args = add_serve_arguments(argparse.ArgumentParser()).parse_args(["--host", "0.0.0.0", "--port", "9", "--share"])
     assert (args.host, args.port, args.share) == ("0.0.0.0", 9, True)
+
+
+def test_app_py_reports_bad_options_and_settings_in_one_line(monkeypatch, capsys, settings_factory):
+    import app
+
+    assert app.main(["--port", "99999"]) == 1
+    assert capsys.readouterr().err.strip() == "paperchat: error: --port 99999: must be between 0 and 65535"
+    monkeypatch.setenv("PAPERCHAT_AUTH", "no-colon")
+    assert app.main([]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("paperchat: error: invalid settings: PAPERCHAT_AUTH") and err.count("\n") == 1

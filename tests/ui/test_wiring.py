@@ -8,6 +8,10 @@ from tests.ui.conftest import free_port
 
 QUESTION = "Which papers use state space models for client selection?"
 
+# Gradio's queue calls pandas in a way pandas 3 deprecates: not ours to fix.
+pytestmark = [pytest.mark.filterwarnings("ignore:.*no_silent_downcasting"),
+              pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")]
+
 
 @pytest.fixture
 def launched(make_services, llm_server):
