@@ -39,6 +39,8 @@ class FusionParams:
     doc_weight: float = 0.5  # share of the paper-centroid similarity in the dense score
     title_bonus: float = 0.3
     candidates: int = 100
+    prf_docs: int = 0  # pseudo-relevance feedback: first-pass papers that move the query vector
+    prf_weight: float = 0.0
 
 
 def validate_question(question: str, max_chars: int) -> str:
@@ -137,20 +139,20 @@ class HybridRetriever:
         vector = self.embedder.embed([question])[0]
         return self.search_with_vector(question, vector, k)
 
-    def search_with_vector(self, question: str, vector: np.ndarray, k: int) -> list[Hit]:
+    def _dense(self, vector: np.ndarray) -> tuple[dict[str, tuple[float, str]], dict[str, float]]:
+        """Best chunk per paper (similarity, text), and whole-abstract similarities."""
         p = self.params
-        dense_chunks = self.store.query_chunks(vector, p.candidates)
-        if not dense_chunks:
-            return []
         chunk_best: dict[str, tuple[float, str]] = {}
-        for match in dense_chunks:
+        for match in self.store.query_chunks(vector, p.candidates):
             if match.paper_id not in chunk_best or match.similarity > chunk_best[match.paper_id][0]:
                 chunk_best[match.paper_id] = (match.similarity, match.text)
         doc_sims = self.store.query_papers(vector, p.candidates) if p.doc_weight > 0 else {}
-        lexical_best = paper_max(self.lexical.top(question, p.candidates), self.lexical.paper_ids)
+        return chunk_best, doc_sims
 
+    def _fuse(self, question, chunk_best, doc_sims, lexical_best):
+        p = self.params
         candidates = set(chunk_best) | set(doc_sims) | set(lexical_best)
-        floor_chunk = min(s for s, _ in chunk_best.values())
+        floor_chunk = min((s for s, _ in chunk_best.values()), default=0.0)
         floor_doc = min(doc_sims.values()) if doc_sims else 0.0
         dense_raw = {
             pid: (1 - p.doc_weight) * chunk_best.get(pid, (floor_chunk, ""))[0]
@@ -167,6 +169,26 @@ class HybridRetriever:
             for pid, pattern in self._name_patterns:
                 if pid in fused and pattern.search(question):
                     fused[pid] += p.title_bonus
+        return fused, dense_raw, lexical_raw
+
+    def search_with_vector(self, question: str, vector: np.ndarray, k: int) -> list[Hit]:
+        p = self.params
+        chunk_best, doc_sims = self._dense(vector)
+        if not chunk_best:
+            return []
+        lexical_best = paper_max(self.lexical.top(question, p.candidates), self.lexical.paper_ids)
+        fused, dense_raw, lexical_raw = self._fuse(question, chunk_best, doc_sims, lexical_best)
+        if p.prf_docs > 0:
+            # Pseudo-relevance feedback: move the question's vector towards the abstracts that the first
+            # pass (dense and lexical together) ranks best, then search the dense side again.
+            top = sorted(fused, key=lambda pid: (-fused[pid], pid))[: p.prf_docs]
+            centroids = self.store.paper_vectors(top)
+            if len(centroids):
+                moved = vector + p.prf_weight * centroids.mean(axis=0)
+                moved = moved / max(float(np.linalg.norm(moved)), 1e-12)
+                chunk_best, doc_sims = self._dense(moved)
+                fused, dense_raw, lexical_raw = self._fuse(question, chunk_best, doc_sims, lexical_best)
+        candidates = set(fused)
         ranked = sorted(candidates, key=lambda pid: (-fused[pid], pid))[:k]
         papers = self.store.get_papers(ranked)
         hits = []

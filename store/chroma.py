@@ -336,6 +336,13 @@ class ChromaStore:
             for pid, doc, meta in zip(page["ids"], page["documents"], page["metadatas"], strict=True)
         }
 
+    def paper_vectors(self, paper_ids: Sequence[str]) -> np.ndarray:
+        """The stored whole-abstract vectors of these papers (rows in no particular order)."""
+        if not paper_ids or not self._open(create=False):
+            return np.zeros((0, 0), dtype=np.float32)
+        page = self._call("read papers", self._papers.get, ids=list(paper_ids), include=["embeddings"])
+        return np.asarray(page["embeddings"], dtype=np.float32)
+
     def query_chunks(self, vector: np.ndarray, n: int) -> list[ChunkMatch]:
         if not self._open(create=False):
             return []
