@@ -25,14 +25,9 @@ def _err(message: str) -> None:
 
 
 def _components(args):
-    from rag.components import Components
+    from rag.components import components_from_args
 
-    overrides = {}
-    if getattr(args, "k", None):
-        overrides["top_k"] = args.k
-    if getattr(args, "extractive", False):
-        overrides["llm"] = "extractive"
-    return Components(load_settings(**overrides))
+    return components_from_args(args)
 
 
 # --- ingest --------------------------------------------------------------------------------------

@@ -126,6 +126,18 @@ class Components:
         self.close()
 
 
+def components_from_args(args) -> Components:
+    """Settings (environment plus the command line's --k and --extractive) -> components."""
+    from rag.settings import load_settings
+
+    overrides = {}
+    if getattr(args, "k", None):
+        overrides["top_k"] = args.k
+    if getattr(args, "extractive", False):
+        overrides["llm"] = "extractive"
+    return Components(load_settings(**overrides))
+
+
 def print_notice(components: Components) -> None:
     if components.notice:
         print(f"paperchat: {components.notice}", file=sys.stderr)

@@ -28,15 +28,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
 
 def components_from_args(args):
     """Settings (environment plus the command line) -> components."""
-    from rag.components import Components
-    from rag.settings import load_settings
+    from rag.components import components_from_args as build
 
-    overrides = {}
-    if getattr(args, "k", None):
-        overrides["top_k"] = args.k
-    if getattr(args, "extractive", False):
-        overrides["llm"] = "extractive"
-    return Components(load_settings(**overrides))
+    return build(args)
 
 
 def cmd_serve(args) -> int:
