@@ -120,11 +120,15 @@ class Ingestor:
             pid for pid, (_hash, source) in stored.items()
             if complete_sources and source in complete_sources and pid not in wanted
         ]
-        if todo or stale:
+        unfinished = self.store.write_unfinished()  # an earlier ingest stopped mid-write: finish its job
+        if todo or stale or unfinished:
+            self.store.begin_write()
             self._write(todo, report)
             if stale:
                 self.store.delete_papers(stale)
                 report.removed = len(stale)
+            if unfinished:
+                self.store.delete_orphan_chunks()
             self.store.bump_generation()
         report.papers_in_index, report.chunks_in_index = self.store.counts()
         return report

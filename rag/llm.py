@@ -340,7 +340,7 @@ class OpenAIChatModel:
             self._raise_for_status(response, detail, attempt)
         try:
             payload = response.json()
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:
             raise self._not_json_error(response.text, "/models") from e
         entries = payload.get("data") if isinstance(payload, dict) else payload
         if isinstance(payload, dict) and entries is None:
@@ -544,7 +544,7 @@ class OpenAIChatModel:
         response.read()
         try:
             payload = json.loads(response.content)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:
             raise self._not_json_error(response.text, "/chat/completions") from e
         if isinstance(payload, dict) and "error" in payload and "choices" not in payload:
             self._fail(
@@ -619,7 +619,7 @@ class OpenAIChatModel:
             return
         try:
             chunk = json.loads(data)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:
             if final and (state.chunks or state.yielded):
                 return  # a last line cut short by the end of the stream: judged by what came before
             if state.partial:
@@ -852,7 +852,7 @@ def _error_detail(raw: bytes, api_key: str | None) -> str:
     text = raw.decode("utf-8", errors="replace")
     try:
         payload = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         if api_key:
             text = text.replace(api_key, "***")
         if "<html" in text[:500].lower():

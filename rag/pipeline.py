@@ -17,7 +17,7 @@ from rag.errors import LLMError, LLMInterrupted
 from rag.extractive import ExtractiveAnswerer, names_paper
 from rag.llm import ChatModel
 from rag.prompts import NOT_COVERED, build_prompt, condense_messages, says_not_covered
-from rag.retrieval import HybridRetriever
+from rag.retrieval import HybridRetriever, validate_question
 from rag.types import Answer, Hit
 
 _ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4,
@@ -27,6 +27,8 @@ _ORDINAL_REF = re.compile(
     r"approach|abstract)\b|\b(?:paper|source|result)\s*#?\s*(\d)\b|\[(\d)\]",
     re.IGNORECASE,
 )
+# What a citation marker can start with: "[" then digits, commas, semicolons, dashes and spaces, no "]" yet.
+_MARKER_START = re.compile(r"\[(?:[0-9,;\-\u2010-\u2014\u2212]|[^\S\n])*\Z")
 _ANAPHORA = re.compile(
     r"\b(they|them|their|it|its|this|that|these|those|the (?:paper|method|authors?|approach|model|work)s?|"
     r"the same|both|each|above)\b",
@@ -81,7 +83,7 @@ class MarkerFilter:
     def feed(self, text: str) -> str:
         self.buffer += text
         cut = self.buffer.rfind("[")
-        if cut != -1 and "]" not in self.buffer[cut:] and len(self.buffer) - cut < 24:
+        if cut != -1 and _MARKER_START.match(self.buffer, cut):
             # Hold the space before it too: a dropped marker takes its leading space with it.
             while cut > 0 and self.buffer[cut - 1] in " \t":
                 cut -= 1
@@ -171,6 +173,8 @@ class AnswerPipeline:
     # --- answering -----------------------------------------------------------------------------
 
     def stream(self, question: str, history: Sequence[dict] = (), *, k: int | None = None) -> Iterator[Event]:
+        # Before anything else: a follow-up goes to the LLM to be condensed before the search checks it.
+        validate_question(question, self.retriever.max_question_chars)
         k = k or self.config.top_k
         follow = self.follow_up(question, history)
         hits = self.retriever.search(follow.query, k)

@@ -219,9 +219,32 @@ class ChromaStore:
         if current.get("embedding_model") is None:
             self._call("record the index settings", self._chunks.modify, metadata={**current, **manifest})
 
+    def write_unfinished(self) -> bool:
+        """Did an earlier ingest stop between its first write and ``bump_generation`` (killed, disk full...)?"""
+        if not self._open(create=False):
+            return False
+        return bool((self._chunks.metadata or {}).get("writing"))
+
+    def begin_write(self) -> None:
+        """Mark the index as being written until ``bump_generation``, so that a re-run knows to finish the job."""
+        meta = dict(self._chunks.metadata or {})
+        if not meta.get("writing"):
+            meta["writing"] = True
+            self._call("update the index", self._chunks.modify, metadata=meta)
+
+    def delete_orphan_chunks(self) -> int:
+        """Delete the chunks of papers that have no record (left by a stopped ingest); returns how many papers."""
+        papers = set(self.paper_hashes())
+        orphans = {str(meta["paper_id"]) for _ids, _docs, metas in self._pages(self._chunks, include=["metadatas"])
+                   for meta in metas if str(meta["paper_id"]) not in papers}
+        for paper_id in sorted(orphans):
+            self._delete_chunks(paper_id)
+        return len(orphans)
+
     def bump_generation(self) -> int:
         meta = dict(self._chunks.metadata or {})
         meta["generation"] = int(meta.get("generation", 0)) + 1
+        meta["writing"] = False
         self._call("update the index", self._chunks.modify, metadata=meta)
         return meta["generation"]
 
