@@ -1,0 +1,646 @@
+"""Benchmark stages, one per process: ``python bench/stages.py STAGE [options]`` prints one JSON object.
+
+Each stage runs alone so that its peak memory (``ru_maxrss``) is its own and any figure in the report can be
+reproduced by rerunning the one command printed next to it. ``bench/run.py`` runs the stages in order and
+writes the report. Timings that are compared are taken in the same process, interleaved round by round,
+because the machine is shared and absolute times drift.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import re
+import resource
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+PROJECT = Path(__file__).resolve().parents[1]
+SHARED = PROJECT.parent / "shared"
+SCIFACT = SHARED / "eval" / "scifact"
+DEV_QUESTIONS = PROJECT / "data" / "eval" / "dev.jsonl"
+COLLECTION = "paperchat"
+BACKENDS = ("torch", "onnx", "onnx-int8")
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+
+
+def maxrss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def emit(result: dict) -> None:
+    result["maxrss_mb"] = round(maxrss_mb(), 1)
+    print(json.dumps(result))
+
+
+def pct(values, q: float) -> float:
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q))
+
+
+def summary_ms(seconds: list[float]) -> dict:
+    ms = [s * 1000.0 for s in seconds]
+    return {"p50_ms": round(pct(ms, 50), 3), "p95_ms": round(pct(ms, 95), 3), "mean_ms": round(float(np.mean(ms)), 3),
+            "n": len(ms)}
+
+
+def timed(fn, *args, **kwargs):
+    started = time.perf_counter()
+    value = fn(*args, **kwargs)
+    return time.perf_counter() - started, value
+
+
+def chunk_defaults() -> tuple[int, int]:
+    from rag.settings import Settings
+
+    fields = Settings.model_fields
+    return int(fields["chunk_max_tokens"].default), int(fields["chunk_overlap_sentences"].default)
+
+
+def make_embedder(backend: str, cache_dir: Path, batch_size: int = 32):
+    from rag.embedding import ModelRef, SentenceTransformerEmbedder
+
+    if backend == "torch":
+        return SentenceTransformerEmbedder(batch_size=batch_size)
+    from rag.onnx_embedding import INT8_SUFFIX, OnnxEmbedder, onnx_model_path
+
+    quantized = backend == "onnx-int8"
+    ref = ModelRef.resolve(None)
+    path = onnx_model_path(cache_dir, ref.name, quantized)
+    return OnnxEmbedder(ref.path, path, name=ref.name + (INT8_SUFFIX if quantized else ""), batch_size=batch_size)
+
+
+def bundled_papers():
+    from rag.corpus import load_corpus
+    from rag.settings import BUNDLED_CORPUS
+
+    return load_corpus([BUNDLED_CORPUS]).papers
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def scifact_docs(folder: Path = SCIFACT) -> list[tuple[str, str]]:
+    """(doc id, title + " " + text) as BEIR embeds SciFact documents."""
+    rows = read_jsonl(folder / "corpus.jsonl")
+    return [(str(d["_id"]), f"{d.get('title', '')} {d.get('text', '')}".strip()) for d in rows]
+
+
+def questions(n: int) -> list[str]:
+    """``n`` real questions: the dev set's, then SciFact's claims (distinct texts, no cache can help)."""
+    found: list[str] = []
+    if DEV_QUESTIONS.is_file():
+        found += [row["question"] for row in read_jsonl(DEV_QUESTIONS)]
+    if len(found) < n and (SCIFACT / "queries.jsonl").is_file():
+        found += [row["text"] for row in read_jsonl(SCIFACT / "queries.jsonl")]
+    if not found:
+        found = ["state space models for client selection in federated learning"]
+    return [found[i % len(found)] for i in range(n)]
+
+
+# --- prepare: the ONNX files -----------------------------------------------------------------------
+
+
+def stage_prepare(args) -> None:
+    from rag.embedding import ModelRef
+    from rag.onnx_embedding import export_onnx, is_current, onnx_model_path, quantize_int8, read_sidecar
+
+    ref = ModelRef.resolve(None)
+    fp32 = onnx_model_path(args.cache, ref.name, quantized=False)
+    int8 = onnx_model_path(args.cache, ref.name, quantized=True)
+    result: dict = {"stage": "prepare", "model_dir": str(ref.path)}
+    if args.force or not is_current(ref.path, fp32):
+        result["export_s"], _ = timed(export_onnx, ref.path, fp32)
+    else:
+        result["export_reused"] = True
+    if args.force or not is_current(ref.path, int8):
+        result["quantize_s"], _ = timed(quantize_int8, fp32, int8)
+    else:
+        result["quantize_reused"] = True
+    for label, path in (("fp32", fp32), ("int8", int8)):
+        result[label] = {"path": str(path), "mb": round(path.stat().st_size / 1e6, 1), "sidecar": read_sidecar(path)}
+    emit(result)
+
+
+# --- start-up: fresh processes ---------------------------------------------------------------------
+
+
+def stage_startup(args) -> None:
+    """Wall time of fresh processes: importing sentence-transformers against answering one question."""
+    python = sys.executable
+    question = "which papers study client selection in federated learning?"
+    data_dir = str(args.data_dir)
+    env = {**os.environ, "PAPERCHAT_DATA_DIR": data_dir, "TOKENIZERS_PARALLELISM": "false"}
+    commands = {
+        "import_sentence_transformers": [python, "-c", "import sentence_transformers"],
+        "onnx_query_script": [python, str(PROJECT / "bench" / "query_once.py"), "--data-dir", data_dir,
+                              "--cache", str(args.cache), question],
+        "cli_search_onnx": [python, str(PROJECT / "bench" / "cli_search.py"), "--backend", "onnx", "--cache",
+                            str(args.cache), "search", question, "--json"],
+        "cli_search_as_is": [python, str(PROJECT / "bench" / "cli_search.py"), "--backend", "as-is", "search",
+                             question, "--json"],
+    }
+    if args.only:
+        commands = {k: v for k, v in commands.items() if k in args.only.split(",")}
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    notes: dict[str, dict] = {}
+    errors: dict[str, str] = {}
+    names = list(commands)
+    for rep in range(args.reps + 1):  # the first repetition warms the page cache and is discarded
+        for name in names if rep % 2 == 0 else names[::-1]:
+            started = time.perf_counter()
+            done = subprocess.run(commands[name], capture_output=True, text=True, env=env, cwd=PROJECT)
+            elapsed = time.perf_counter() - started
+            if done.returncode != 0:
+                errors[name] = (done.stderr or done.stdout).strip()[-400:]
+                continue
+            if rep > 0:
+                times[name].append(elapsed)
+            for line in done.stderr.splitlines():
+                if line.startswith("{\"bench\""):
+                    notes[name] = json.loads(line)
+    result: dict = {"stage": "startup", "question": question, "commands": {}, "errors": errors}
+    def rel(part: str) -> str:
+        return os.path.relpath(part, PROJECT) if part.startswith(str(PROJECT) + os.sep) else part
+
+    for name, command in commands.items():
+        shown = " ".join(shlex.quote(rel(part)) for part in command)
+        if name != "import_sentence_transformers":
+            shown = f"PAPERCHAT_DATA_DIR={shlex.quote(rel(data_dir))} {shown}"
+        result["commands"][name] = {
+            "command": shown,
+            "seconds": [round(t, 3) for t in times[name]],
+            "median_s": round(statistics.median(times[name]), 3) if times[name] else None,
+            "notes": notes.get(name, {}),
+        }
+    base = result["commands"].get("import_sentence_transformers", {}).get("median_s")
+    if base:
+        for entry in result["commands"].values():
+            if entry["median_s"]:
+                entry["ratio_to_import"] = round(entry["median_s"] / base, 3)
+    emit(result)
+
+
+# --- embedders: speed and agreement ----------------------------------------------------------------
+
+
+def speed_texts(n: int) -> tuple[list[str], str]:
+    if (SCIFACT / "corpus.jsonl").is_file():
+        return [text for _id, text in scifact_docs()[:n]], f"the first {n} SciFact abstracts (title + text)"
+    from rag.ingest import make_chunker
+
+    embedder = make_embedder("torch", Path("."))
+    max_tokens, overlap = chunk_defaults()
+    chunker = make_chunker(embedder, max_tokens, overlap)
+    chunks = [c.text for p in bundled_papers() for c in chunker.chunk(p)]
+    return [chunks[i % len(chunks)] for i in range(n)], f"{n} chunks of the bundled corpus, repeated"
+
+
+def stage_embed_speed(args) -> None:
+    backends = args.backends.split(",")
+    texts, described = speed_texts(args.texts)
+    embedders = {b: make_embedder(b, args.cache, args.batch_size) for b in backends}
+    token_counts = [embedders[backends[0]].count_tokens(t) for t in texts]
+    load_s = {}
+    for name, embedder in embedders.items():
+        load_s[name], _ = timed(embedder.embed, texts[:2])
+        embedder.embed(texts[:64])  # first-call costs out of the way (torch prepares kernels per shape)
+    times: dict[str, list[float]] = {b: [] for b in backends}
+    vectors: dict[str, np.ndarray] = {}
+    for round_ in range(args.rounds):
+        for name in backends if round_ % 2 == 0 else backends[::-1]:
+            elapsed, vectors[name] = timed(embedders[name].embed, texts)
+            times[name].append(elapsed)
+            print(f"round {round_} {name}: {elapsed:.1f}s", file=sys.stderr, flush=True)
+    result: dict = {
+        "stage": "embed-speed", "texts": len(texts), "described": described,
+        "mean_tokens": round(float(np.mean(token_counts)), 1),
+        "truncated_share": round(float(np.mean([c > 256 for c in token_counts])), 3),
+        "threads": os.cpu_count(), "batch_size": args.batch_size, "load_s": load_s, "backends": {},
+    }
+    for name in backends:
+        median = statistics.median(times[name])
+        result["backends"][name] = {"seconds": [round(t, 2) for t in times[name]], "median_s": round(median, 2),
+                                    "texts_per_s": round(len(texts) / median, 2)}
+    # Speed-ups paired round by round (same load on the machine), then the median of the pairs.
+    for a, b in (("onnx", "torch"), ("onnx-int8", "torch"), ("onnx-int8", "onnx")):
+        if a in times and b in times:
+            pairs = [tb / ta for ta, tb in zip(times[a], times[b], strict=True)]
+            result[f"speedup_{a}_vs_{b}"] = round(statistics.median(pairs), 3)
+    for a, b in (("onnx", "torch"), ("onnx-int8", "torch"), ("onnx-int8", "onnx")):
+        if a in vectors and b in vectors:
+            cos = (vectors[a] * vectors[b]).sum(axis=1)
+            result[f"cosine_{a}_vs_{b}"] = {"min": round(float(cos.min()), 6), "mean": round(float(cos.mean()), 6)}
+    emit(result)
+
+
+# --- quality: SciFact nDCG@10, dense only, in numpy --------------------------------------------------
+
+
+def ndcg_at_k(ranked: list[str], relevant: dict[str, int], k: int = 10) -> float:
+    """trec_eval's ndcg_cut: linear gain, log2(rank + 1) discount, ideal from the judged documents."""
+    dcg = sum(relevant.get(doc, 0) / math.log2(rank + 2) for rank, doc in enumerate(ranked[:k]))
+    ideal = sorted((g for g in relevant.values() if g > 0), reverse=True)[:k]
+    idcg = sum(g / math.log2(rank + 2) for rank, g in enumerate(ideal))
+    return dcg / idcg if idcg > 0 else 0.0
+
+
+def load_scifact_test(folder: Path) -> tuple[list[tuple[str, str]], dict[str, dict[str, int]]]:
+    qrels: dict[str, dict[str, int]] = {}
+    with open(folder / "qrels" / "test.tsv", encoding="utf-8") as handle:
+        next(handle)
+        for line in handle:
+            qid, did, score = line.rstrip("\n").split("\t")
+            qrels.setdefault(qid, {})[did] = int(score)
+    queries = [(str(q["_id"]), q["text"]) for q in read_jsonl(folder / "queries.jsonl") if str(q["_id"]) in qrels]
+    return queries, qrels
+
+
+def _vector_cache(args, backend: str, embedder, texts: list[str]) -> Path | None:
+    if not args.vector_cache:
+        return None
+    import hashlib
+
+    key = hashlib.sha256("\x1e".join(texts).encode()).hexdigest()[:16]
+    model = getattr(embedder, "onnx_path", None)
+    if model is not None:
+        stat = Path(model).stat()
+        key += f"-{stat.st_size}-{int(stat.st_mtime)}"
+    return Path(args.vector_cache) / f"scifact-{backend}-{key}.npy"
+
+
+def stage_quality(args) -> None:
+    folder = Path(args.scifact)
+    docs = scifact_docs(folder)
+    queries, qrels = load_scifact_test(folder)
+    doc_ids = [d for d, _ in docs]
+    result: dict = {"stage": "quality", "docs": len(docs), "queries": len(queries), "backends": {}}
+    for backend in args.backends.split(","):
+        embedder = make_embedder(backend, args.cache, args.batch_size)
+        texts = [t for _, t in docs]
+        cache = _vector_cache(args, backend, embedder, texts)
+        cached_s = None
+        if cache is not None and cache.is_file():
+            doc_vectors, doc_s = np.load(cache), None
+            with contextlib.suppress(OSError, ValueError, KeyError):  # what the run that made the cache took
+                cached_s = json.loads(cache.with_suffix(".json").read_text())["doc_embed_s"]
+        else:
+            doc_s, doc_vectors = timed(embedder.embed, texts)
+            if cache is not None:
+                cache.parent.mkdir(parents=True, exist_ok=True)
+                np.save(cache, doc_vectors)
+                cache.with_suffix(".json").write_text(json.dumps({"doc_embed_s": round(doc_s, 1)}))
+        query_s, query_vectors = timed(embedder.embed, [t for _, t in queries])
+        scores = query_vectors @ doc_vectors.T
+        top = np.argsort(-scores, axis=1, kind="stable")[:, :100]
+        ndcgs, recalls = [], []
+        for row, (qid, _text) in enumerate(queries):
+            ranked = [doc_ids[i] for i in top[row]]
+            ndcgs.append(ndcg_at_k(ranked, qrels[qid], 10))
+            relevant = {d for d, g in qrels[qid].items() if g > 0}
+            recalls.append(len(relevant & set(ranked[:100])) / len(relevant))
+        result["backends"][backend] = {
+            "ndcg@10": round(float(np.mean(ndcgs)), 4), "recall@100": round(float(np.mean(recalls)), 4),
+            "doc_embed_s": None if doc_s is None else round(doc_s, 1), "doc_embed_s_cached": cached_s,
+            "query_embed_s": round(query_s, 2),
+            "per_query_ndcg": [round(x, 4) for x in ndcgs],
+        }
+        print(f"{backend}: nDCG@10 {np.mean(ndcgs):.4f}", file=sys.stderr, flush=True)
+    names = list(result["backends"])
+    if "onnx" in names and "onnx-int8" in names:
+        a = np.array(result["backends"]["onnx"]["per_query_ndcg"])
+        b = np.array(result["backends"]["onnx-int8"]["per_query_ndcg"])
+        result["int8_minus_fp32"] = round(float(b.mean() - a.mean()), 4)
+        # A paired bootstrap over queries: how much of the difference is noise.
+        rng = np.random.default_rng(0)
+        draws = rng.integers(0, len(a), size=(2000, len(a)))
+        diffs = (b[draws] - a[draws]).mean(axis=1)
+        result["int8_minus_fp32_ci95"] = [round(float(np.percentile(diffs, 2.5)), 4),
+                                          round(float(np.percentile(diffs, 97.5)), 4)]
+    for entry in result["backends"].values():
+        entry.pop("per_query_ndcg")
+    emit(result)
+
+
+# --- ingest throughput -------------------------------------------------------------------------------
+
+
+def stage_ingest(args) -> None:
+    """Ingestor into a fresh Chroma store, against raw ``embed`` of the same chunks, round by round."""
+    from rag.ingest import Ingestor, make_chunker
+    from store.chroma import ChromaStore
+
+    papers = bundled_papers()
+    embedder = make_embedder(args.backend, args.cache, args.batch_size)
+    max_tokens, overlap = chunk_defaults()
+    chunker = make_chunker(embedder, max_tokens, overlap)
+    texts = [c.text for p in papers for c in chunker.chunk(p)]
+    load_s, _ = timed(embedder.embed, texts[:2])  # model load excluded from both sides
+    embedder.embed(texts)  # and first-call costs (torch prepares kernels per input shape)
+    raw_s: list[float] = []
+    ingest_s: list[float] = []
+    root = Path(args.data_dir)
+    if root.exists():
+        shutil.rmtree(root)
+    final = None
+    for round_ in range(args.rounds):
+        data_dir = root / f"round{round_}"
+
+        def ingest(data_dir=data_dir):
+            store = ChromaStore(path=data_dir / "chroma", collection=COLLECTION)
+            return Ingestor(store, embedder, chunker).ingest(papers)
+
+        steps = [("raw", lambda: embedder.embed(texts)), ("ingest", ingest)]
+        for name, fn in steps if round_ % 2 == 0 else steps[::-1]:
+            elapsed, value = timed(fn)
+            (raw_s if name == "raw" else ingest_s).append(elapsed)
+            if name == "ingest":
+                report = value
+        if final is not None:
+            shutil.rmtree(final, ignore_errors=True)
+        final = data_dir
+    pairs = [(len(texts) / i) / (len(texts) / r) for r, i in zip(raw_s, ingest_s, strict=True)]
+    emit({
+        "stage": "ingest", "backend": args.backend, "papers": len(papers), "chunks": len(texts),
+        "chunk_max_tokens": chunker.max_tokens, "chunk_overlap_sentences": chunker.overlap_sentences,
+        "chunks_written": report.chunks_written, "model_load_s": round(load_s, 2),
+        "raw_embed_s": [round(t, 2) for t in raw_s], "ingest_s": [round(t, 2) for t in ingest_s],
+        "raw_chunks_per_s": round(len(texts) / statistics.median(raw_s), 2),
+        "ingest_chunks_per_s": round(len(texts) / statistics.median(ingest_s), 2),
+        "ingest_over_raw_rate": round(statistics.median(pairs), 3),
+        "data_dir": str(final),
+    })
+
+
+# --- search latency ----------------------------------------------------------------------------------
+
+
+class NoEmbedder:
+    """Stands in for the embedder where only ``search_with_vector`` is measured (synthetic vectors)."""
+
+    name = "synthetic-random-384"
+    dimension = 384
+    max_tokens = 256
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split()) + 2
+
+    def embed(self, texts):
+        raise RuntimeError("synthetic stores are searched with precomputed vectors only")
+
+
+def _random_unit(rng, n: int, dim: int) -> np.ndarray:
+    vectors = rng.standard_normal((n, dim)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def stage_search(args) -> None:
+    from rag.lexical import LexicalIndex
+    from rag.retrieval import HybridRetriever
+    from store.chroma import ChromaStore
+
+    data_dir = Path(args.data_dir)
+    collection = args.collection or COLLECTION
+    store = ChromaStore(path=data_dir / "chroma", collection=collection)
+    lexical = LexicalIndex(data_dir / "lexical" / collection)
+    synthetic = args.backend == "synthetic"
+    embedder = NoEmbedder() if synthetic else make_embedder(args.backend, args.cache)
+    retriever = HybridRetriever(store, embedder, lexical, top_k=args.k)
+    result: dict = {"stage": "search", "backend": args.backend, "data_dir": str(data_dir), "collection": collection}
+    # What a fresh process pays before its first question, part by part (cold), then refresh as a whole.
+    cold: dict[str, float] = {}
+    cold["open_store"], generation = timed(store.generation)
+    cold["read_papers_for_titles"], _ = timed(lambda: list(store.iter_papers()))
+    cold["load_bm25"], _ = timed(LexicalIndex(lexical.folder).load, generation)
+    result["cold_start_s"] = {k: round(v, 3) for k, v in cold.items()}
+    result["open_and_refresh_s"] = round(sum(cold.values()), 3)
+    result["refresh_again_s"], _ = timed(retriever.refresh)  # warm: the same reads once more, plus the regexes
+    papers, chunks = store.counts()
+    result.update(papers=papers, chunks=chunks, lexical_rows=len(lexical))
+    qs = questions(args.n)
+    candidates = retriever.params.candidates
+    if synthetic:
+        vectors = _random_unit(np.random.default_rng(7), len(qs), store.manifest()["embedding_dimension"] or 384)
+    else:
+        result["model_load_s"], _ = timed(embedder.embed, ["warm-up"])
+        embed_one, search_one = [], []
+        for i, q in enumerate(qs):
+            steps = [("embed", lambda q=q: embedder.embed([q])), ("search", lambda q=q: retriever.search(q))]
+            for name, fn in steps if i % 2 == 0 else steps[::-1]:
+                elapsed, _ = timed(fn)
+                (embed_one if name == "embed" else search_one).append(elapsed)
+        result["embed_one"] = summary_ms(embed_one)
+        result["search"] = summary_ms(search_one)
+        result["search_over_embed_p50"] = round(result["search"]["p50_ms"] / result["embed_one"]["p50_ms"], 3)
+        # "In one run": a batch of 201 minus a batch of 1, over 200, for search_many and for embed alone.
+        e1, _ = timed(embedder.embed, qs[:1])
+        en, _ = timed(embedder.embed, qs)
+        s1, _ = timed(retriever.search_many, qs[:1])
+        sn, _ = timed(retriever.search_many, qs)
+        result["batch"] = {
+            "n": len(qs), "embed_1_s": round(e1, 4), "embed_n_s": round(en, 4), "search_many_1_s": round(s1, 4),
+            "search_many_n_s": round(sn, 4),
+            "embed_marginal_ms": round((en - e1) / (len(qs) - 1) * 1000, 3),
+            "search_many_marginal_ms": round((sn - s1) / (len(qs) - 1) * 1000, 3),
+        }
+        result["batch"]["ratio"] = round(result["batch"]["search_many_marginal_ms"]
+                                         / result["batch"]["embed_marginal_ms"], 3)
+        vectors = embedder.embed(qs)
+    # The search path alone (question vector given), and its parts.
+    with_vector, dense, lexical_s, fetch = [], [], [], []
+    for q, v in zip(qs, vectors, strict=True):
+        elapsed, hits = timed(retriever.search_with_vector, q, v, args.k)
+        with_vector.append(elapsed)
+        dense.append(timed(lambda v=v: (store.query_chunks(v, candidates), store.query_papers(v, candidates)))[0])
+        lexical_s.append(timed(lexical.top, q, candidates)[0])
+        fetch.append(timed(store.get_papers, [h.paper_id for h in hits])[0])
+    result["search_with_vector"] = summary_ms(with_vector)
+    result["parts"] = {"dense_chroma": summary_ms(dense), "lexical_bm25": summary_ms(lexical_s),
+                       "get_papers": summary_ms(fetch)}
+    emit(result)
+
+
+# --- synthetic stores ----------------------------------------------------------------------------------
+
+
+_WORD = re.compile(r"[a-z][a-z0-9-]{1,24}")
+
+
+def _vocabulary(limit: int = 50000) -> tuple[np.ndarray, np.ndarray]:
+    counts: Counter[str] = Counter()
+    if (SCIFACT / "corpus.jsonl").is_file():
+        for _id, text in scifact_docs():
+            counts.update(_WORD.findall(text.lower()))
+    else:
+        for paper in bundled_papers():
+            counts.update(_WORD.findall(paper.abstract.lower()))
+    words, freq = zip(*counts.most_common(limit), strict=True)
+    cdf = np.cumsum(np.asarray(freq, dtype=np.float64))
+    return np.asarray(words, dtype=object), cdf / cdf[-1]
+
+
+def _sample_words(rng, words: np.ndarray, cdf: np.ndarray, n: int) -> str:
+    picks = np.minimum(np.searchsorted(cdf, rng.random(n), side="right"), len(words) - 1)
+    return " ".join(words[picks])
+
+
+def stage_synthetic_build(args) -> None:
+    """``--chunks`` synthetic chunks (1 or 2 per paper) with random unit vectors, straight into Chroma."""
+    from rag.chunking import CHUNKER_VERSION
+    from rag.lexical import LexicalIndex
+    from rag.retrieval import HybridRetriever
+    from rag.types import Paper
+    from store.chroma import PAPERS_SUFFIX, ChromaStore, paper_to_metadata
+
+    data_dir = Path(args.data_dir)
+    done_file = data_dir / "done.json"
+    if done_file.is_file() and not args.force:
+        built = json.loads(done_file.read_text())
+        print(json.dumps({**built, "reused": True}))  # the figures, peak RSS included, of the run that built it
+        return
+    if data_dir.exists():
+        shutil.rmtree(data_dir)
+    rng = np.random.default_rng(args.seed)
+    words, cdf = _vocabulary()
+    dim = 384
+    max_tokens, overlap = chunk_defaults()
+    store = ChromaStore(path=data_dir / "chroma", collection=COLLECTION)
+    store.open_for_writing({
+        "embedding_model": NoEmbedder.name, "embedding_dimension": dim, "chunk_max_tokens": max_tokens,
+        "chunk_overlap_sentences": overlap, "chunker": CHUNKER_VERSION,
+    })
+    chunks_col = store.client.get_collection(COLLECTION, embedding_function=None)
+    papers_col = store.client.get_collection(COLLECTION + PAPERS_SUFFIX, embedding_function=None)
+    batch = min(args.batch, int(store.client.get_max_batch_size()))
+    written = 0
+    paper_no = 0
+    started = time.perf_counter()
+    gen_s = 0.0
+    while written < args.chunks:
+        g0 = time.perf_counter()
+        ids, docs, metas, vecs = [], [], [], []
+        p_ids, p_docs, p_metas, p_vecs = [], [], [], []
+        while len(ids) < batch and written + len(ids) < args.chunks:
+            n_chunks = min(1 + paper_no % 2, args.chunks - written - len(ids))
+            pid = f"syn{paper_no:07d}"
+            lengths = np.clip(rng.normal(140, 40, n_chunks), 30, 220).astype(int)
+            texts = [_sample_words(rng, words, cdf, int(n)) for n in lengths]
+            vectors = _random_unit(rng, n_chunks, dim)
+            abstract = " ".join(texts)
+            offset = 0
+            for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
+                ids.append(f"{pid}::{i}")
+                docs.append(text)
+                metas.append({"paper_id": pid, "chunk": i, "start": offset, "end": offset + len(text)})
+                vecs.append(vector)
+                offset += len(text) + 1
+            title = _sample_words(rng, words, cdf, 6).capitalize()
+            paper = Paper(paper_id=pid, title=title, abstract=abstract, source="synthetic.jsonl",
+                          ordinal=paper_no + 1, title_given=True)
+            centroid = vectors.mean(axis=0)
+            p_ids.append(pid)
+            p_docs.append(abstract)
+            p_metas.append(paper_to_metadata(paper))
+            p_vecs.append(centroid / np.linalg.norm(centroid))
+            paper_no += 1
+        gen_s += time.perf_counter() - g0
+        chunks_col.add(ids=ids, embeddings=np.asarray(vecs, dtype=np.float32), documents=docs, metadatas=metas)
+        for start in range(0, len(p_ids), batch):
+            sl = slice(start, start + batch)
+            papers_col.add(ids=p_ids[sl], embeddings=np.asarray(p_vecs[sl], dtype=np.float32),
+                           documents=p_docs[sl], metadatas=p_metas[sl])
+        written += len(ids)
+        elapsed = time.perf_counter() - started
+        print(f"{written}/{args.chunks} chunks in {elapsed:.0f}s", file=sys.stderr, flush=True)
+    write_s = time.perf_counter() - started
+    store.bump_generation()
+    rss_after_write = maxrss_mb()
+    retriever = HybridRetriever(store, NoEmbedder(), LexicalIndex(data_dir / "lexical" / COLLECTION))
+    bm25_s, _ = timed(retriever.refresh)  # reads every chunk back and builds the BM25 index (first search)
+    size_mb = sum(f.stat().st_size for f in data_dir.rglob("*") if f.is_file()) / 1e6
+    result = {
+        "stage": "synthetic-build", "chunks": written, "papers": paper_no, "write_s": round(write_s, 1),
+        "generate_s": round(gen_s, 1), "chunks_per_s": round(written / write_s, 1),
+        "bm25_build_s": round(bm25_s, 1), "disk_mb": round(size_mb, 1), "batch": batch,
+        "maxrss_after_write_mb": round(rss_after_write, 1),
+    }
+    result["maxrss_mb"] = round(maxrss_mb(), 1)
+    done_file.write_text(json.dumps(result))
+    emit(result)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="stage", required=True)
+    cache_default = PROJECT / ".paperchat" / "bench" / "models"
+
+    def common(p, *, cache=True):
+        if cache:
+            p.add_argument("--cache", type=Path, default=cache_default, help="folder of the ONNX exports")
+        p.add_argument("--batch-size", type=int, default=32)
+        return p
+
+    p = common(sub.add_parser("prepare"))
+    p.add_argument("--force", action="store_true")
+    p.set_defaults(func=stage_prepare)
+
+    p = common(sub.add_parser("startup"))
+    p.add_argument("--data-dir", type=Path, required=True)
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--only", default="")
+    p.set_defaults(func=stage_startup)
+
+    p = common(sub.add_parser("embed-speed"))
+    p.add_argument("--texts", type=int, default=500)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--backends", default=",".join(BACKENDS))
+    p.set_defaults(func=stage_embed_speed)
+
+    p = common(sub.add_parser("quality"))
+    p.add_argument("--scifact", type=Path, default=SCIFACT)
+    p.add_argument("--backends", default="onnx,onnx-int8")
+    p.add_argument("--vector-cache", type=Path, default=None)
+    p.set_defaults(func=stage_quality)
+
+    p = common(sub.add_parser("ingest"))
+    p.add_argument("--backend", choices=BACKENDS, default="onnx")
+    p.add_argument("--data-dir", type=Path, required=True)
+    p.add_argument("--rounds", type=int, default=2)
+    p.set_defaults(func=stage_ingest)
+
+    p = common(sub.add_parser("search"))
+    p.add_argument("--backend", choices=(*BACKENDS, "synthetic"), default="onnx")
+    p.add_argument("--data-dir", type=Path, required=True)
+    p.add_argument("--collection", default=None)
+    p.add_argument("--n", type=int, default=201)
+    p.add_argument("--k", type=int, default=5)
+    p.set_defaults(func=stage_search)
+
+    p = common(sub.add_parser("synthetic-build"), cache=False)
+    p.add_argument("--chunks", type=int, required=True)
+    p.add_argument("--data-dir", type=Path, required=True)
+    p.add_argument("--batch", type=int, default=5000)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--force", action="store_true")
+    p.set_defaults(func=stage_synthetic_build)
+
+    args = parser.parse_args(argv)
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()
