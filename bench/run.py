@@ -364,7 +364,8 @@ def write_report(args, bench: Bench, started: str, loads: tuple[str, str], run_c
             cold = r.get("cold_start_s", {})
             lines.append(f"| {r['label'].removeprefix('search latency, ')} | {fmt(cold.get('open_store'))} s | "
                          f"{fmt(cold.get('read_papers_for_titles'))} s | {fmt(cold.get('load_bm25'))} s | "
-                         f"{fmt(r.get('refresh_again_s'))} s |")
+                         f"{fmt(r.get('refresh_again_s'))} s"
+                         f"{'' if r.get('bm25_loaded', True) else ' (no current BM25 on disk: this built it)'} |")
         lines += ["", "Commands:", ""]
         lines += [f"- {r['label']}: `{r['command']}`" for r in searches]
         if builds:

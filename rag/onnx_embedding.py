@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import sys
 import time
@@ -247,6 +248,8 @@ def quantize_int8(source: Path, target: Path) -> Path:
     started = time.monotonic()
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = _tmp_beside(target)
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)  # its advice to pre-process is for static quantisation; keep ingest output clean
     try:
         quantize_dynamic(
             str(source), str(tmp), weight_type=QuantType.QInt8, per_channel=INT8_OPTIONS["per_channel"],
@@ -256,6 +259,7 @@ def quantize_int8(source: Path, target: Path) -> Path:
         )
         os.replace(tmp, target)
     finally:
+        logging.disable(previous)
         tmp.unlink(missing_ok=True)
     meta = read_sidecar(source)
     _write_json_atomic(_sidecar(target), {
