@@ -10,7 +10,8 @@ import sys
 from dataclasses import dataclass
 from functools import cached_property
 
-from rag.embedding import Embedder, ProgressBar, SentenceTransformerEmbedder
+from rag.embedding import BUNDLED_MODEL_NAME, Embedder, ModelRef, ProgressBar, SentenceTransformerEmbedder
+from rag.errors import ModelNotFound, PaperchatError
 from rag.ingest import Ingestor, index_manifest, make_chunker
 from rag.lexical import LexicalIndex
 from rag.retrieval import HybridRetriever
@@ -27,6 +28,69 @@ HOW_TO_GENERATE = (
 )
 
 
+def _warn(message: str) -> None:
+    print(f"paperchat: {message}", file=sys.stderr, flush=True)
+
+
+def choose_embedding_backend(configured: str, ref: ModelRef, indexed_model: str | None) -> str:
+    """``auto`` resolved: follow the index; for a new index the fastest backend whose quality was measured.
+
+    int8 is chosen only for the bundled model, whose SciFact nDCG@10 it keeps (bench/results/report.md);
+    for another model the fp32 export gives exactly its vectors, so nothing about its quality changes.
+    """
+    from rag.onnx_embedding import INT8_SUFFIX, mean_pooled
+
+    if configured != "auto":
+        return configured
+    if ref.path is None or not mean_pooled(ref.path):
+        return "torch"
+    if indexed_model == ref.name + INT8_SUFFIX:
+        return "onnx-int8"
+    if indexed_model == ref.name:
+        return "onnx"  # built by torch or fp32 ONNX: the same vectors either way
+    return "onnx-int8" if ref.name == BUNDLED_MODEL_NAME else "onnx"
+
+
+def build_embedder(settings: Settings, indexed_model: str | None = None, *, warn=_warn) -> Embedder:
+    """The embedder the settings ask for, with its ONNX export made first when missing (torch, once).
+
+    ``indexed_model`` is the model name the index records (``None`` for a new index): ``auto`` follows
+    it so that an index is always queried with the vectors it was built with.
+    """
+    from rag.onnx_embedding import INT8_SUFFIX, OnnxEmbedder, ensure_onnx, is_current, onnx_model_path
+
+    ref = ModelRef.resolve(settings.embedding_model)
+    backend = choose_embedding_backend(settings.embedding_backend, ref, indexed_model)
+    batch_size = settings.embedding_batch_size
+    if backend == "torch":
+        return SentenceTransformerEmbedder(settings.embedding_model, batch_size=batch_size)
+    if ref.path is None:
+        raise ModelNotFound(
+            f"PAPERCHAT_EMBEDDING_BACKEND={backend} needs the model as a local folder, and {ref.name} is not one: "
+            "set PAPERCHAT_EMBEDDING_MODEL to its folder or use PAPERCHAT_EMBEDDING_BACKEND=torch"
+        )
+    quantized = backend == "onnx-int8"
+    cache = settings.model_cache_path
+    path = onnx_model_path(cache, ref.name, quantized)
+    if not is_current(ref.path, path):
+        try:
+            warn(f"exporting {ref.name} to ONNX{' (int8)' if quantized else ''} in {path.parent}, once (about 20 s)")
+            ensure_onnx(ref.path, cache, ref.name, quantized=quantized)
+        except (ModelNotFound, OSError) as e:
+            reason = str(e) if isinstance(e, ModelNotFound) else f"{e.strerror or e}: {getattr(e, 'filename', '')}"
+            # auto may fall back to torch wherever that gives the vectors the index holds (or a new index).
+            if settings.embedding_backend == "auto" and (indexed_model is None or not quantized):
+                warn(f"the ONNX export failed ({reason}); using the slower torch backend")
+                return SentenceTransformerEmbedder(settings.embedding_model, batch_size=batch_size)
+            raise ModelNotFound(
+                f"cannot create the ONNX embedding model in {path.parent} ({reason}): set PAPERCHAT_MODEL_CACHE_DIR "
+                "to a writable folder, or rebuild the index with PAPERCHAT_EMBEDDING_BACKEND=torch "
+                "(`paperchat ingest --rebuild`)"
+            ) from e
+    name = ref.name + (INT8_SUFFIX if quantized else "")
+    return OnnxEmbedder(ref.path, path, name=name, batch_size=batch_size, check_source=False)
+
+
 @dataclass
 class Components:
     settings: Settings
@@ -34,7 +98,17 @@ class Components:
 
     @cached_property
     def embedder(self) -> Embedder:
-        return SentenceTransformerEmbedder(self.settings.embedding_model, batch_size=self.settings.embedding_batch_size)
+        return build_embedder(self.settings, self._indexed_model())
+
+    def _indexed_model(self) -> str | None:
+        """The embedding model the index records, when ``auto`` needs it (None: no index yet, or unreadable)."""
+        if self.settings.embedding_backend != "auto":
+            return None
+        try:
+            manifest = self.store.manifest()
+        except PaperchatError:
+            return None  # the search or ingest that follows reports the store's problem itself
+        return (manifest or {}).get("embedding_model")
 
     @cached_property
     def store(self) -> ChromaStore:

@@ -74,6 +74,26 @@ def _transformer_dir(model_dir: Path) -> Path:
     return model_dir
 
 
+_SUPPORTED_MODULES = {"Transformer", "Pooling", "Normalize"}
+
+
+def mean_pooled(model_dir: Path) -> bool:
+    """Whether ``OnnxEmbedder`` reproduces this model: a Transformer, mean pooling, at most a Normalize
+    (a Dense layer or CLS pooling would be silently dropped, so such models stay on torch)."""
+    model_dir = Path(model_dir)
+    try:
+        modules = json.loads((model_dir / "modules.json").read_text("utf-8"))
+        types = [str(module.get("type", "")) for module in modules]
+        if not all(t.rsplit(".", 1)[-1] in _SUPPORTED_MODULES for t in types):
+            return False
+        pooling = next(model_dir / str(m.get("path", "")) for m in modules if str(m["type"]).endswith("Pooling"))
+        config = json.loads((pooling / "config.json").read_text("utf-8"))
+    except (OSError, ValueError, KeyError, StopIteration, AttributeError, TypeError):
+        return False
+    modes = {key for key, value in config.items() if key.startswith("pooling_mode_") and value}
+    return modes == {"pooling_mode_mean_tokens"}
+
+
 def _sample_hash(path: Path, block: int = 1 << 20) -> str:
     """sha256 of a file's size and three 1 MiB samples (start, middle, end): cheap, and two fine-tunes
     of one architecture (same size, same safetensors header) still differ in their weights' bytes."""
@@ -142,6 +162,7 @@ def export_onnx(model_dir: Path, target: Path, *, optimize: bool = True) -> Path
     set_offline()
     model_dir, target = Path(model_dir), Path(target)
     started = time.monotonic()
+    target.parent.mkdir(parents=True, exist_ok=True)  # an unwritable cache fails here, before seconds of work
     try:
         import torch
         from transformers import AutoConfig, AutoModel

@@ -72,7 +72,8 @@ def test_batch_search_keeps_order(built_index, tmp_path):
 def test_stats_and_eval(built_index):
     stats = json.loads(run(["stats", "--json"], built_index).stdout)
     assert stats["papers"] == 76 and stats["chunks"] >= 76
-    assert stats["embedding_model"] == "all-MiniLM-L6-v2" and str(built_index) in stats["store"]
+    # A new index of the bundled model is built with its int8 ONNX export (the default backend).
+    assert stats["embedding_model"] == "all-MiniLM-L6-v2-int8" and str(built_index) in stats["store"]
     result = run(["eval", str(PROJECT_ROOT / "data" / "eval" / "dev.jsonl"), "--json"], built_index)
     assert result.returncode == 0, result.stderr
     metrics = json.loads(result.stdout)
