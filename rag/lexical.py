@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: titles.json beside the index
 _TOKEN = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
 
 
@@ -86,6 +86,7 @@ class LexicalIndex:
         self._bm25 = None
         self.chunk_ids: list[str] = []
         self.paper_ids: list[str] = []
+        self.titles: dict[str, str] = {}  # paper_id -> title, saved with the index so a start-up reads no papers
         self.generation: int | None = None
 
     def __len__(self) -> int:
@@ -98,8 +99,10 @@ class LexicalIndex:
     def _settings_key(self) -> dict:
         return {"format": FORMAT_VERSION, **self.params.__dict__}
 
-    def build(self, rows: Iterable[tuple[str, str, str]], generation: int) -> None:
-        """Index ``(chunk_id, paper_id, text)`` rows and save the result."""
+    def build(
+        self, rows: Iterable[tuple[str, str, str]], generation: int, titles: dict[str, str] | None = None
+    ) -> None:
+        """Index ``(chunk_id, paper_id, text)`` rows and save the result with the papers' ``titles``."""
         import bm25s
 
         chunk_ids: list[str] = []
@@ -114,6 +117,7 @@ class LexicalIndex:
             bm25.index(corpus, show_progress=False)
         self._bm25 = bm25 if corpus else None
         self.chunk_ids, self.paper_ids, self.generation = chunk_ids, paper_ids, generation
+        self.titles = dict(titles or {})
         self._save()
 
     def _save(self) -> None:
@@ -124,6 +128,7 @@ class LexicalIndex:
             if self._bm25 is not None:
                 self._bm25.save(str(tmp / "bm25"))
             (tmp / "ids.json").write_text(json.dumps({"chunk_ids": self.chunk_ids, "paper_ids": self.paper_ids}))
+            (tmp / "titles.json").write_text(json.dumps(self.titles))
             state = {"generation": self.generation, "count": len(self.chunk_ids), **self._settings_key()}
             (tmp / "state.json").write_text(json.dumps(state))
             old = self.folder.with_name(f".{self.folder.name}.{uuid.uuid4().hex}.old")
@@ -146,6 +151,9 @@ class LexicalIndex:
             ):
                 return False
             ids = json.loads((self.folder / "ids.json").read_text())
+            titles = json.loads((self.folder / "titles.json").read_text())
+            if not isinstance(titles, dict):
+                return False
             bm25 = None
             if state["count"]:
                 bm25 = bm25s.BM25.load(str(self.folder / "bm25"), mmap=False)
@@ -153,6 +161,7 @@ class LexicalIndex:
             return False  # missing or damaged: the caller rebuilds it from the store
         self._bm25 = bm25
         self.chunk_ids, self.paper_ids, self.generation = ids["chunk_ids"], ids["paper_ids"], generation
+        self.titles = {str(k): str(v) for k, v in titles.items()}
         return len(self.chunk_ids) == state["count"]
 
     def scores(self, query: str) -> np.ndarray:

@@ -42,8 +42,6 @@ class FusionParams:
     doc_weight: float = 0.5  # share of the paper-centroid similarity in the dense score
     title_bonus: float = 0.3
     candidates: int = 100
-    prf_docs: int = 0  # pseudo-relevance feedback: first-pass papers that move the query vector
-    prf_weight: float = 0.0
 
 
 def validate_question(question: str, max_chars: int) -> str:
@@ -126,31 +124,28 @@ class HybridRetriever:
         if self.expected_manifest is not None:
             # Vectors from another model (or other chunking) would give silently wrong results.
             self.store.check_manifest(self.expected_manifest)
-        papers = list(self.store.iter_papers())
-        self._titles = {p.paper_id: p.title for p in papers}
-        self._name_patterns = [
-            (p.paper_id, pattern) for p in papers if (pattern := _name_pattern(p.title)) is not None
-        ]
-        if not self.lexical.load(generation):
-            self.lexical.build(rows_with_titles(self.store.iter_chunks(), self._titles), generation)
+        if self.lexical.load(generation):
+            titles = self.lexical.titles  # saved with the index: no need to read every paper
+        else:
+            titles = {p.paper_id: p.title for p in self.store.iter_papers()}
+            self.lexical.build(rows_with_titles(self.store.iter_chunks(), titles), generation, titles=titles)
+        self._titles = titles
+        self._name_patterns = [(pid, pattern) for pid, title in titles.items() if (pattern := _name_pattern(title))]
         self._generation = generation
 
     def search(self, question: str, k: int | None = None) -> list[Hit]:
-        question = validate_question(question, self.max_question_chars)
-        k = k or self.top_k
-        self.refresh()
-        vector = self.embedder.embed([question])[0]
-        return self.search_with_vector(question, vector, k)
+        return self.search_many([question], k)[0]
 
-    def _dense(self, vector: np.ndarray) -> tuple[dict[str, tuple[float, str]], dict[str, float]]:
-        """Best chunk per paper (similarity, text), and whole-abstract similarities."""
-        p = self.params
-        chunk_best: dict[str, tuple[float, str]] = {}
-        for match in self.store.query_chunks(vector, p.candidates):
-            if match.paper_id not in chunk_best or match.similarity > chunk_best[match.paper_id][0]:
-                chunk_best[match.paper_id] = (match.similarity, match.text)
-        doc_sims = self.store.query_papers(vector, p.candidates) if p.doc_weight > 0 else {}
-        return chunk_best, doc_sims
+    def search_many(self, questions: Sequence[str], k: int | None = None) -> list[list[Hit]]:
+        """Many questions at once: one embedding call, one Chroma query per side, one read of the results."""
+        cleaned = [validate_question(q, self.max_question_chars) for q in questions]
+        self.refresh()
+        if not cleaned:
+            return []
+        return self.search_with_vectors(cleaned, self.embedder.embed(cleaned), k or self.top_k)
+
+    def search_with_vector(self, question: str, vector: np.ndarray, k: int) -> list[Hit]:
+        return self.search_with_vectors([question], np.asarray(vector).reshape(1, -1), k)[0]
 
     def _fuse(self, question, chunk_best, doc_sims, lexical_best):
         p = self.params
@@ -174,48 +169,53 @@ class HybridRetriever:
                     fused[pid] += p.title_bonus
         return fused, dense_raw, lexical_raw
 
-    def search_with_vector(self, question: str, vector: np.ndarray, k: int) -> list[Hit]:
+    def search_with_vectors(self, questions: Sequence[str], vectors: np.ndarray, k: int) -> list[list[Hit]]:
+        """Rank papers for each question given its vector; batched so that a question costs little more
+        than its share of two Chroma queries and one read."""
         p = self.params
-        chunk_best, doc_sims = self._dense(vector)
-        if not chunk_best:
-            return []
-        lexical_best = paper_max(self.lexical.top(question, p.candidates), self.lexical.paper_ids)
-        fused, dense_raw, lexical_raw = self._fuse(question, chunk_best, doc_sims, lexical_best)
-        if p.prf_docs > 0:
-            # Pseudo-relevance feedback: move the question's vector towards the abstracts that the first
-            # pass (dense and lexical together) ranks best, then search the dense side again.
-            top = sorted(fused, key=lambda pid: (-fused[pid], pid))[: p.prf_docs]
-            centroids = self.store.paper_vectors(top)
-            if len(centroids):
-                moved = vector + p.prf_weight * centroids.mean(axis=0)
-                moved = moved / max(float(np.linalg.norm(moved)), 1e-12)
-                chunk_best, doc_sims = self._dense(moved)
-                fused, dense_raw, lexical_raw = self._fuse(question, chunk_best, doc_sims, lexical_best)
-        candidates = set(fused)
-        ranked = sorted(candidates, key=lambda pid: (-fused[pid], pid))[:k]
-        papers = self.store.get_papers(ranked)
-        hits = []
-        for pid in ranked:
-            paper = papers.get(pid)
-            if paper is None:  # removed between the two reads
+        chunk_rows = self.store.query_chunks_many(vectors, p.candidates)
+        doc_rows = self.store.query_papers_many(vectors, p.candidates) if p.doc_weight > 0 else [{}] * len(questions)
+        plans = []
+        for question, chunks, doc_sims in zip(questions, chunk_rows, doc_rows, strict=True):
+            if not chunks:
+                plans.append(None)
                 continue
-            # A paper found only by its whole-abstract vector or by BM25 shows the start of its abstract.
-            text = chunk_best[pid][1] if pid in chunk_best else paper.abstract[:1000]
-            hits.append(
-                Hit(
-                    rank=len(hits) + 1,
-                    paper_id=pid,
-                    title=paper.title,
-                    score=float(fused[pid]),
-                    source=paper.source,
-                    ordinal=paper.ordinal,
-                    text=text,
-                    abstract=paper.abstract,
-                    dense_score=float(dense_raw[pid]),
-                    lexical_score=float(lexical_raw[pid]),
-                )
-            )
-        return hits
+            chunk_best: dict[str, tuple[float, str]] = {}
+            for chunk_id, paper_id, similarity in chunks:
+                if paper_id not in chunk_best or similarity > chunk_best[paper_id][0]:
+                    chunk_best[paper_id] = (similarity, chunk_id)
+            lexical_best = paper_max(self.lexical.top(question, p.candidates), self.lexical.paper_ids)
+            fused, dense_raw, lexical_raw = self._fuse(question, chunk_best, doc_sims, lexical_best)
+            ranked = sorted(fused, key=lambda pid: (-fused[pid], pid))[:k]
+            # The chunk shown for a paper: its best dense chunk, else the chunk BM25 matched.
+            shown = {}
+            for pid in ranked:
+                if pid in chunk_best:
+                    shown[pid] = chunk_best[pid][1]
+                elif pid in lexical_best:
+                    shown[pid] = self.lexical.chunk_ids[lexical_best[pid][1]]
+            plans.append((ranked, fused, dense_raw, lexical_raw, shown))
+        live = [plan for plan in plans if plan is not None]
+        papers = self.store.get_papers([pid for plan in live for pid in plan[0]])
+        texts = self.store.chunk_texts([cid for plan in live for cid in plan[4].values()])
+        results: list[list[Hit]] = []
+        for plan in plans:
+            hits: list[Hit] = []
+            if plan is not None:
+                ranked, fused, dense_raw, lexical_raw, shown = plan
+                for pid in ranked:
+                    paper = papers.get(pid)
+                    if paper is None:  # removed between the two reads
+                        continue
+                    # A paper found only by its whole-abstract vector shows the start of its abstract.
+                    text = texts.get(shown.get(pid, "")) or paper.abstract[:1000]
+                    hits.append(Hit(
+                        rank=len(hits) + 1, paper_id=pid, title=paper.title, score=float(fused[pid]),
+                        source=paper.source, ordinal=paper.ordinal, text=text, abstract=paper.abstract,
+                        dense_score=float(dense_raw[pid]), lexical_score=float(lexical_raw[pid]),
+                    ))
+            results.append(hits)
+        return results
 
     def hits_for(self, paper_ids: Sequence[str]) -> list[Hit]:
         """Hits for papers named explicitly (a follow-up about "the second one"), in the given order."""
@@ -231,10 +231,3 @@ class HybridRetriever:
         self.refresh()
         found = [(m.start(), pid) for pid, pattern in self._name_patterns if (m := pattern.search(text))]
         return [pid for _, pid in sorted(found)]
-
-    def search_many(self, questions: Sequence[str], k: int | None = None) -> list[list[Hit]]:
-        """Many questions with one batched embedding call."""
-        cleaned = [validate_question(q, self.max_question_chars) for q in questions]
-        self.refresh()
-        vectors = self.embedder.embed(cleaned) if cleaned else []
-        return [self.search_with_vector(q, v, k or self.top_k) for q, v in zip(cleaned, vectors, strict=True)]

@@ -28,6 +28,7 @@ from rag.types import Chunk, Paper
 
 PAPERS_SUFFIX = "-papers"
 _PAGE = 2000
+_QUERY_BATCH = 256  # questions per Chroma query call
 _MANIFEST_KEYS = ("embedding_model", "embedding_dimension", "chunk_max_tokens", "chunk_overlap_sentences", "chunker")
 
 
@@ -353,11 +354,25 @@ class ChromaStore:
     def get_papers(self, paper_ids: Sequence[str]) -> dict[str, Paper]:
         if not paper_ids or not self._open(create=False):
             return {}
-        page = self._call("read papers", self._papers.get, ids=list(paper_ids), include=["documents", "metadatas"])
-        return {
-            pid: paper_from_record(doc, meta)
-            for pid, doc, meta in zip(page["ids"], page["documents"], page["metadatas"], strict=True)
-        }
+        papers: dict[str, Paper] = {}
+        unique = list(dict.fromkeys(paper_ids))
+        for start in range(0, len(unique), _PAGE):
+            page = self._call("read papers", self._papers.get, ids=unique[start : start + _PAGE],
+                              include=["documents", "metadatas"])
+            for pid, doc, meta in zip(page["ids"], page["documents"], page["metadatas"], strict=True):
+                papers[pid] = paper_from_record(doc, meta)
+        return papers
+
+    def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        """chunk_id -> text for the chunks that exist (one read per few thousand ids)."""
+        if not chunk_ids or not self._open(create=False):
+            return {}
+        texts: dict[str, str] = {}
+        unique = list(dict.fromkeys(chunk_ids))
+        for start in range(0, len(unique), _PAGE):
+            page = self._call("read chunks", self._chunks.get, ids=unique[start : start + _PAGE], include=["documents"])
+            texts.update(zip(page["ids"], (doc or "" for doc in page["documents"]), strict=True))
+        return texts
 
     def paper_vectors(self, paper_ids: Sequence[str]) -> np.ndarray:
         """The stored whole-abstract vectors of these papers (rows in no particular order)."""
@@ -382,6 +397,39 @@ class ChromaStore:
                 result["ids"][0], result["documents"][0], result["metadatas"][0], result["distances"][0], strict=True
             )
         ]
+
+    def query_chunks_many(self, vectors: np.ndarray, n: int) -> list[list[tuple[str, str, float]]]:
+        """For each row of ``vectors``, its ``n`` nearest chunks as (chunk_id, paper_id, similarity).
+
+        One call per few hundred questions, and no chunk texts: a search reads the texts of the few
+        chunks it shows afterwards (``chunk_texts``), which is most of what a query costs otherwise.
+        """
+        # Chunk ids are "<paper_id>::<n>" (Chunk.chunk_id): reading metadata just for the paper id costs time.
+        return [
+            [(cid, cid.rsplit("::", 1)[0], sim) for cid, _meta, sim in rows]
+            for rows in self._query_many("chunks", vectors, n, ["distances"])
+        ]
+
+    def query_papers_many(self, vectors: np.ndarray, n: int) -> list[dict[str, float]]:
+        """For each row of ``vectors``: paper_id -> similarity to the paper's mean chunk vector, top ``n``."""
+        rows_per_question = self._query_many("papers", vectors, n, ["distances"])
+        return [{pid: sim for pid, _meta, sim in rows} for rows in rows_per_question]
+
+    def _query_many(self, which: str, vectors: np.ndarray, n: int, include: list[str]):
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+        if not len(vectors) or not self._open(create=False):
+            return [[] for _ in range(len(vectors))]
+        collection = self._chunks if which == "chunks" else self._papers
+        out = []
+        for start in range(0, len(vectors), _QUERY_BATCH):
+            result = self._call(
+                "search the index", collection.query, query_embeddings=vectors[start : start + _QUERY_BATCH],
+                n_results=max(1, n), include=include,
+            )
+            metas = result.get("metadatas") or [[{}] * len(ids) for ids in result["ids"]]
+            for ids, row_metas, distances in zip(result["ids"], metas, result["distances"], strict=True):
+                out.append([(i, m or {}, 1.0 - float(d)) for i, m, d in zip(ids, row_metas, distances, strict=True)])
+        return out
 
     def query_papers(self, vector: np.ndarray, n: int) -> dict[str, float]:
         """paper_id -> cosine similarity of the question to the paper's mean chunk vector."""

@@ -61,3 +61,59 @@ def test_name_pattern_only_for_coined_names():
     assert not _name_pattern("MA-RAG").search("MA-RAGE is something else")
     assert _name_pattern("Diffusion models for protein design") is None
     assert _name_pattern("Learning") is None
+
+
+# --- batching and start-up (fake embedder: fast) ------------------------------------------------------
+
+
+QUESTIONS = [
+    "state space models for choosing clients in federated learning",
+    "what did the MA-RAG authors evaluate on?",
+    "diffusion models for robot policies",
+    "which papers study reward hacking in language models?",
+]
+
+
+def test_search_many_gives_what_searching_one_by_one_gives(fake_index):
+    together = fake_index.search_many(QUESTIONS, 5)
+    alone = [fake_index.search(q, 5) for q in QUESTIONS]
+    assert together == alone
+    assert all(len(hits) == 5 for hits in together)
+    assert fake_index.search_many([], 5) == []
+
+
+def test_every_hit_shows_a_passage_of_its_own_abstract(fake_index):
+    for hits in fake_index.search_many(QUESTIONS, 10):
+        for hit in hits:
+            assert hit.text and hit.text in hit.abstract
+
+
+def test_a_fresh_process_reads_titles_from_the_lexical_index_not_every_paper(fake_index, monkeypatch):
+    fake_index.refresh()  # the BM25 index and its title table are on disk now
+    store = fake_index.store
+    fresh = HybridRetriever(store, fake_index.embedder, LexicalIndex(fake_index.lexical.folder))
+
+    def no_reading(*_args, **_kwargs):
+        raise AssertionError("refresh read every paper although the saved lexical index is current")
+
+    monkeypatch.setattr(store, "iter_papers", no_reading)
+    monkeypatch.setattr(store, "iter_chunks", no_reading)
+    hits = fresh.search("what did the MA-RAG authors evaluate on?", 3)
+    assert hits[0].title == "MA-RAG"  # the name bonus works from the saved titles
+    assert fresh.titles_in("compare MA-RAG with FedSSM") == [
+        next(pid for pid, t in fresh._titles.items() if t == "MA-RAG"),
+        next(pid for pid, t in fresh._titles.items() if t == "FedSSM"),
+    ]
+
+
+def test_a_lexical_index_saved_without_titles_is_rebuilt(fake_index, tmp_path):
+    import shutil
+
+    fake_index.refresh()
+    folder = tmp_path / "lexical"
+    shutil.copytree(fake_index.lexical.folder, folder)
+    (folder / "titles.json").unlink()  # as an index saved by an older paperchat
+    assert not LexicalIndex(folder).load(fake_index.store.generation())
+    fresh = HybridRetriever(fake_index.store, fake_index.embedder, LexicalIndex(folder))
+    assert fresh.search("what did the MA-RAG authors evaluate on?", 1)[0].title == "MA-RAG"
+    assert (folder / "titles.json").is_file()
