@@ -27,8 +27,9 @@ _TOKEN = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
 
 @dataclass(frozen=True)
 class LexicalParams:
-    k1: float = 1.2
-    b: float = 0.75
+    # Tuned on SciFact's train queries: 0.9/0.5 beat BM25's textbook 1.2/0.75 (short, dense abstracts).
+    k1: float = 0.9
+    b: float = 0.5
     stem: bool = True
     stopwords: bool = True
 

@@ -29,7 +29,22 @@ from rag.types import Chunk, Paper
 PAPERS_SUFFIX = "-papers"
 _PAGE = 2000
 _QUERY_BATCH = 256  # questions per Chroma query call
-_MANIFEST_KEYS = ("embedding_model", "embedding_dimension", "chunk_max_tokens", "chunk_overlap_sentences", "chunker")
+_MANIFEST_KEYS = (
+    "embedding_model", "embedding_dimension", "chunk_max_tokens", "chunk_overlap_sentences", "chunker", "index_format",
+)
+
+
+@dataclass(frozen=True)
+class PaperScore:
+    """A question against a paper's profile: ``q . profile`` and the weight of the paper's best chunk."""
+
+    profile: float
+    chunk_weight: float
+
+    @classmethod
+    def of(cls, cosine: float, meta: dict | None) -> PaperScore:
+        meta = meta or {}  # papers written without a profile: unit centroid, half the weight
+        return cls(cosine * float(meta.get("profile_norm", 0.5)), float(meta.get("chunk_weight", 0.5)))
 
 
 @dataclass(frozen=True)
@@ -255,8 +270,12 @@ class ChromaStore:
 
     # --- writes --------------------------------------------------------------------------------
 
-    def write_paper(self, paper: Paper, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-        """Chunks first, stale chunks removed, then the paper record that marks the paper as done."""
+    def write_paper(self, paper: Paper, chunks: Sequence[Chunk], vectors: np.ndarray, profile=None) -> None:
+        """Chunks first, stale chunks removed, then the paper record that marks the paper as done.
+
+        The paper record's vector is ``profile.unit`` (rag.ingest.PaperVectors), its length and the weight
+        of the best chunk in its metadata; without a profile, the unit mean of the chunk vectors.
+        """
         if chunks:
             self._call(
                 "write chunks",
@@ -269,16 +288,21 @@ class ChromaStore:
                 ],
             )
         self._delete_chunks(paper.paper_id, keep=len(chunks))
-        centroid = vectors.mean(axis=0) if len(vectors) else np.zeros(self._dimension(), dtype=np.float32)
-        norm = float(np.linalg.norm(centroid))
-        centroid = centroid / norm if norm > 0 else centroid
+        if profile is None:
+            centroid = vectors.mean(axis=0) if len(vectors) else np.zeros(self._dimension(), dtype=np.float32)
+            norm = float(np.linalg.norm(centroid))
+            vector, length, chunk_weight = (centroid / norm if norm > 0 else centroid), 0.5, 0.5
+        else:
+            vector, length, chunk_weight = profile.unit, profile.norm, profile.chunk_weight
+        meta = {**paper_to_metadata(paper), "n_chunks": len(chunks), "profile_norm": float(length),
+                "chunk_weight": float(chunk_weight)}
         self._call(
             "write a paper",
             self._papers.upsert,
             ids=[paper.paper_id],
-            embeddings=centroid.reshape(1, -1).astype(np.float32),
+            embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
             documents=[paper.abstract],
-            metadatas=[paper_to_metadata(paper)],
+            metadatas=[meta],
         )
 
     def _dimension(self) -> int:
@@ -410,10 +434,37 @@ class ChromaStore:
             for rows in self._query_many("chunks", vectors, n, ["distances"])
         ]
 
-    def query_papers_many(self, vectors: np.ndarray, n: int) -> list[dict[str, float]]:
-        """For each row of ``vectors``: paper_id -> similarity to the paper's mean chunk vector, top ``n``."""
-        rows_per_question = self._query_many("papers", vectors, n, ["distances"])
-        return [{pid: sim for pid, _meta, sim in rows} for rows in rows_per_question]
+    def query_papers_many(self, vectors: np.ndarray, n: int) -> list[dict[str, PaperScore]]:
+        """For each row of ``vectors``: the ``n`` papers whose profile vectors point closest, with the
+        question's dot product with the (unnormalised) profile and the paper's best-chunk weight."""
+        rows_per_question = self._query_many("papers", vectors, n, ["distances", "metadatas"])
+        return [{pid: PaperScore.of(sim, meta) for pid, meta, sim in rows} for rows in rows_per_question]
+
+    def paper_profiles(self, paper_ids: Sequence[str]) -> dict[str, tuple[np.ndarray, dict]]:
+        """paper_id -> (stored unit profile vector, metadata) for the papers that exist."""
+        out: dict[str, tuple[np.ndarray, dict]] = {}
+        unique = list(dict.fromkeys(paper_ids))
+        if not unique or not self._open(create=False):
+            return out
+        for start in range(0, len(unique), _PAGE):
+            page = self._call("read papers", self._papers.get, ids=unique[start : start + _PAGE],
+                              include=["embeddings", "metadatas"])
+            for pid, vector, meta in zip(page["ids"], page["embeddings"], page["metadatas"], strict=True):
+                out[pid] = (np.asarray(vector, dtype=np.float32), meta or {})
+        return out
+
+    def chunk_vectors(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """chunk_id -> stored vector, read by id (a ``where`` filter on paper ids scans the collection)."""
+        out: dict[str, np.ndarray] = {}
+        unique = list(dict.fromkeys(chunk_ids))
+        if not unique or not self._open(create=False):
+            return out
+        for start in range(0, len(unique), _PAGE):
+            page = self._call("read chunks", self._chunks.get, ids=unique[start : start + _PAGE],
+                              include=["embeddings"])
+            for cid, vector in zip(page["ids"], page["embeddings"], strict=True):
+                out[cid] = np.asarray(vector, dtype=np.float32)
+        return out
 
     def _query_many(self, which: str, vectors: np.ndarray, n: int, include: list[str]):
         vectors = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)

@@ -63,7 +63,7 @@ def install_pause_points(point: str) -> None:
         if point == "manifest":
             pause(point)
 
-    def write_paper(self, paper, chunks, vectors):
+    def write_paper(self, paper, chunks, vectors, profile=None):
         nonlocal written
         written += 1
         if point == f"chunks:{written}":
@@ -76,7 +76,7 @@ def install_pause_points(point: str) -> None:
 
             self._call = call
         try:
-            real_write(self, paper, chunks, vectors)
+            real_write(self, paper, chunks, vectors, profile=profile)
         finally:
             self.__dict__.pop("_call", None)
         if point == f"paper:{written}":

@@ -117,3 +117,26 @@ def test_a_lexical_index_saved_without_titles_is_rebuilt(fake_index, tmp_path):
     fresh = HybridRetriever(fake_index.store, fake_index.embedder, LexicalIndex(folder))
     assert fresh.search("what did the MA-RAG authors evaluate on?", 1)[0].title == "MA-RAG"
     assert (folder / "titles.json").is_file()
+
+
+@pytest.mark.parametrize("candidates", [3, 100])
+def test_every_candidate_gets_its_exact_dense_score(fake_index, candidates):
+    """Papers that one of the three searches found and the others did not are scored from their stored
+    vectors, never given a floor value (with 3 candidates per side most papers are found by one side)."""
+    from rag.retrieval import FusionParams
+
+    store = fake_index.store
+    fake_index.refresh()
+    retriever = HybridRetriever(store, fake_index.embedder, LexicalIndex(fake_index.lexical.folder),
+                                params=FusionParams(candidates=candidates))
+    question = "which papers study reward hacking and federated clients in language models?"
+    vector = fake_index.embedder.embed([question])[0]
+    hits = retriever.search(question, 40)
+    assert len(hits) >= (5 if candidates == 3 else 40)
+    profiles = store.paper_profiles([h.paper_id for h in hits])
+    for hit in hits:
+        unit, meta = profiles[hit.paper_id]
+        chunks = store.chunk_vectors([f"{hit.paper_id}::{i}" for i in range(meta["n_chunks"])])
+        best = max(float(v @ vector) for v in chunks.values())
+        expected = meta["chunk_weight"] * best + meta["profile_norm"] * float(unit @ vector)
+        assert hit.dense_score == pytest.approx(expected, abs=1e-4), hit.title

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from rag.chunking import Chunker
@@ -103,7 +104,7 @@ def test_interrupted_write_resumes_to_clean_state(tmp_path, fake_embedder):
     real_write = broken.write_paper
     written = []
 
-    def dying_write(paper, chunks, vectors):
+    def dying_write(paper, chunks, vectors, profile=None):
         if len(written) == 3:
             # Chunks of the 4th paper land, its record does not: as if killed in between.
             broken._chunks.upsert(ids=[c.chunk_id for c in chunks], embeddings=vectors,
@@ -112,7 +113,7 @@ def test_interrupted_write_resumes_to_clean_state(tmp_path, fake_embedder):
                                               "end": c.end} for c in chunks])
             raise KeyboardInterrupt
         written.append(paper.paper_id)
-        real_write(paper, chunks, vectors)
+        real_write(paper, chunks, vectors, profile=profile)
 
     broken.write_paper = dying_write
     with pytest.raises(KeyboardInterrupt):
@@ -126,3 +127,49 @@ def test_interrupted_write_resumes_to_clean_state(tmp_path, fake_embedder):
 def test_second_ingest_is_locked_out(tmp_path):
     with ingest_lock(tmp_path), pytest.raises(IndexLocked, match="another ingest"), ingest_lock(tmp_path):
         pass
+
+
+# --- paper vectors (index format 2) -----------------------------------------------------------------------
+
+
+def _stored(store, paper_id):
+    unit, meta = store.paper_profiles([paper_id])[paper_id]
+    chunks = store.chunk_vectors([f"{paper_id}::{i}" for i in range(meta["n_chunks"])])
+    return unit, meta, chunks
+
+
+def test_titled_papers_embed_their_title_with_every_chunk_and_store_a_profile(store, ingestor, fake_embedder):
+    from rag.ingest import TITLED_WEIGHTS
+
+    paper = dataclasses.replace(make_papers(3)[2], title="Graph neural networks for molecules", title_given=True)
+    ingestor.ingest([paper])
+    unit, meta, chunks = _stored(store, paper.paper_id)
+    assert meta["n_chunks"] == len(chunks) >= 2 and meta["chunk_weight"] == TITLED_WEIGHTS["chunk"]
+    texts = [text for cid, _pid, text in sorted(store.iter_chunks())]
+    assert not any(text.startswith(paper.title) for text in texts)  # stored text stays the abstract's own
+    expected = fake_embedder.embed([f"{paper.title}. {t}" for t in texts])
+    assert np.allclose(np.vstack([chunks[f"{paper.paper_id}::{i}"] for i in range(len(texts))]), expected, atol=1e-6)
+    centroid = expected.mean(axis=0)
+    document, title = fake_embedder.embed([f"{paper.title} {paper.abstract}", paper.title])
+    profile = (TITLED_WEIGHTS["centroid"] * centroid / np.linalg.norm(centroid)
+               + TITLED_WEIGHTS["document"] * document + TITLED_WEIGHTS["title"] * title)
+    assert meta["profile_norm"] == pytest.approx(float(np.linalg.norm(profile)), rel=1e-5)
+    assert np.allclose(unit * meta["profile_norm"], profile, atol=1e-5)
+
+
+def test_untitled_papers_keep_chunk_and_centroid_halves(store, ingestor, fake_embedder):
+    paper = make_papers(3)[2]  # title_given False: a title derived from the abstract
+    ingestor.ingest([paper])
+    unit, meta, chunks = _stored(store, paper.paper_id)
+    assert meta["chunk_weight"] == 0.5 and meta["profile_norm"] == pytest.approx(0.5)
+    centroid = np.vstack(list(chunks.values())).mean(axis=0)
+    assert np.allclose(unit, centroid / np.linalg.norm(centroid), atol=1e-5)
+
+
+def test_an_index_of_the_previous_format_asks_for_a_rebuild(store, ingestor, fake_embedder):
+    ingestor.ingest(make_papers(2))
+    meta = dict(store._chunks.metadata)
+    meta.pop("index_format")
+    store._chunks.modify(metadata=meta)
+    with pytest.raises(IndexMismatch, match="ingest --rebuild"):
+        ingestor.ingest(make_papers(3))
