@@ -95,8 +95,10 @@ class HybridRetriever:
         max_question_chars: int = 4000,
         params: FusionParams | None = None,
         expected_manifest: dict | None = None,
+        reranker=None,
     ) -> None:
         self.store = store
+        self.reranker = reranker  # optional: rag.rerank.CrossEncoderReranker
         self.embedder = embedder
         self.lexical = lexical
         self.top_k = top_k
@@ -116,6 +118,11 @@ class HybridRetriever:
     def from_settings(
         cls, settings, store: ChromaStore, embedder: Embedder, lexical: LexicalIndex, manifest: dict | None = None
     ) -> HybridRetriever:
+        reranker = None
+        if settings.reranker_model:
+            from rag.rerank import CrossEncoderReranker
+
+            reranker = CrossEncoderReranker(settings.reranker_model, top=settings.rerank_top)
         return cls(
             store,
             embedder,
@@ -124,6 +131,7 @@ class HybridRetriever:
             max_question_chars=settings.max_question_chars,
             params=FusionParams(dense_weight=settings.dense_weight, candidates=settings.candidates),
             expected_manifest=manifest,
+            reranker=reranker,
         )
 
     def refresh(self) -> None:
@@ -196,6 +204,12 @@ class HybridRetriever:
     def search_with_vectors(self, questions: Sequence[str], vectors: np.ndarray, k: int) -> list[list[Hit]]:
         """Rank papers for each question given its vector; batched so that a question costs little more
         than its share of two Chroma queries and a few reads."""
+        if self.reranker is None:
+            return self._rank(questions, vectors, k)
+        ranked = self._rank(questions, vectors, max(k, self.reranker.top))
+        return [self.reranker.rerank(q, hits)[:k] for q, hits in zip(questions, ranked, strict=True)]
+
+    def _rank(self, questions: Sequence[str], vectors: np.ndarray, k: int) -> list[list[Hit]]:
         p = self.params
         vectors = np.asarray(vectors, dtype=np.float32).reshape(len(questions), -1)
         chunk_rows = self.store.query_chunks_many(vectors, p.candidates)

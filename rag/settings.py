@@ -93,6 +93,15 @@ class Settings(BaseSettings):
         100, ge=1, le=10000, description="Chunks fetched from each of the dense and lexical searches before fusion."
     )
 
+    reranker_model: str | None = Field(
+        None,
+        description=(
+            "Local folder of a sentence-transformers cross-encoder that reorders the top papers. Unset: no "
+            "reranking (none is bundled; it loads torch and costs a model pass per paper)."
+        ),
+    )
+    rerank_top: int = Field(30, ge=1, le=1000, description="Papers reordered by the cross-encoder when one is set.")
+
     # --- answers (LLM) -------------------------------------------------------------------------
     llm: Literal["auto", "endpoint", "embedded", "extractive"] = Field(
         "auto",
@@ -145,7 +154,7 @@ class Settings(BaseSettings):
             raise ValueError("must start with http:// or https://, e.g. http://127.0.0.1:11434/v1")
         return value
 
-    @field_validator("chroma_host", "embedding_model", "llm_model", "auth")
+    @field_validator("chroma_host", "embedding_model", "reranker_model", "llm_model", "auth")
     @classmethod
     def _blank_is_unset(cls, value: str | None) -> str | None:
         return value.strip() or None if value is not None else None
