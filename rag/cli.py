@@ -85,9 +85,22 @@ def _read_batch(path: str) -> list[dict]:
 
     rows = parse_jsonl(sys.stdin.read().splitlines(), "stdin") if path == "-" else read_jsonl(Path(path), "batch")
     for number, row in enumerate(rows, start=1):
-        if not isinstance(row.get("question"), str):
+        # BEIR's queries.jsonl ({"_id", "text"}) works as it is.
+        question = next((row[key] for key in _QUESTION_KEYS if isinstance(row.get(key), str)), None)
+        if question is None:
             raise QueryError(f"{path}: record {number}: no 'question' string (expected {{\"question\": \"...\"}})")
+        row["question"] = question
     return rows
+
+
+_QUESTION_KEYS = ("question", "query", "text")
+_ID_KEYS = ("id", "_id", "qid", "query_id")
+
+
+def _batch_line(row: dict, payload: dict) -> str:
+    """One output line; the record's id (if it has one) comes back with its results."""
+    ident = next((row[key] for key in _ID_KEYS if key in row), None)
+    return json.dumps({**({"id": ident} if ident is not None else {}), **payload}, ensure_ascii=False)
 
 
 def _question_arg(words: Sequence[str]) -> str:
@@ -114,7 +127,7 @@ def cmd_search(args) -> int:
         rows = _read_batch(args.batch)
         results = retriever.search_many([r["question"] for r in rows], args.k)
         for row, hits in zip(rows, results, strict=True):
-            print(json.dumps({"query": row["question"], "hits": [h.to_dict() for h in hits]}, ensure_ascii=False))
+            print(_batch_line(row, {"query": row["question"], "hits": [h.to_dict() for h in hits]}))
         return 0
     if not args.question:
         raise QueryError("give a question, e.g. paperchat search \"state space models for client selection\"")
@@ -207,7 +220,7 @@ def cmd_ask(args) -> int:
                 if not isinstance(history, list) or not all(isinstance(m, dict) for m in history):
                     raise QueryError("'history' must be a list of {\"role\": ..., \"content\": ...} objects")
                 answer = pipeline.answer(row["question"], history, k=args.k)
-                print(json.dumps(answer.to_dict(), ensure_ascii=False), flush=True)
+                print(_batch_line(row, answer.to_dict()), flush=True)
             return 0
         if not args.question:
             raise QueryError("give a question, e.g. paperchat ask \"what did the MA-RAG authors evaluate on?\"")

@@ -69,6 +69,19 @@ def test_batch_search_keeps_order(built_index, tmp_path):
     assert all(len(line["hits"]) == 3 for line in lines)
 
 
+def test_batch_search_takes_beir_queries_and_returns_their_ids(built_index, tmp_path):
+    batch = tmp_path / "queries.jsonl"
+    rows = [{"_id": "7", "text": "state space models for choosing clients in federated learning"},
+            {"id": "q-2", "question": "what did the MA-RAG authors evaluate on?"}, {"query": "diffusion"}]
+    batch.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = run(["search", "--batch", str(batch), "--k", "2", "--json"], built_index)
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [line.get("id") for line in lines] == ["7", "q-2", None]
+    assert lines[0]["query"] == rows[0]["text"] and lines[0]["hits"][0]["title"] == "FedSSM"
+    assert lines[2]["query"] == "diffusion" and len(lines[2]["hits"]) == 2
+
+
 def test_stats_and_eval(built_index):
     stats = json.loads(run(["stats", "--json"], built_index).stdout)
     assert stats["papers"] == 76 and stats["chunks"] >= 76
