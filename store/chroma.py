@@ -28,7 +28,8 @@ from rag.types import Chunk, Paper
 
 PAPERS_SUFFIX = "-papers"
 _PAGE = 2000
-_QUERY_BATCH = 256  # questions per Chroma query call
+_QUERY_BATCH = 256  # questions per Chroma query call, at most
+_QUERY_ROWS = 16000  # questions x results per call, at most
 _MANIFEST_KEYS = (
     "embedding_model", "embedding_dimension", "chunk_max_tokens", "chunk_overlap_sentences", "chunker", "index_format",
 )
@@ -472,9 +473,12 @@ class ChromaStore:
             return [[] for _ in range(len(vectors))]
         collection = self._chunks if which == "chunks" else self._papers
         out = []
-        for start in range(0, len(vectors), _QUERY_BATCH):
+        # Chroma reads the results' metadata with one SQL statement per call: questions x results must stay
+        # under SQLite's 32,766 variables ("too many SQL variables" otherwise).
+        step = max(1, min(_QUERY_BATCH, _QUERY_ROWS // max(1, n)))
+        for start in range(0, len(vectors), step):
             result = self._call(
-                "search the index", collection.query, query_embeddings=vectors[start : start + _QUERY_BATCH],
+                "search the index", collection.query, query_embeddings=vectors[start : start + step],
                 n_results=max(1, n), include=include,
             )
             metas = result.get("metadatas") or [[{}] * len(ids) for ids in result["ids"]]

@@ -173,3 +173,20 @@ def test_an_index_of_the_previous_format_asks_for_a_rebuild(store, ingestor, fak
     store._chunks.modify(metadata=meta)
     with pytest.raises(IndexMismatch, match="ingest --rebuild"):
         ingestor.ingest(make_papers(3))
+
+
+def test_a_large_batch_with_many_candidates_stays_within_sqlite_limits(tmp_path, fake_embedder):
+    """300 questions x 200 results per call would pass 32,766 SQL variables in one Chroma read."""
+    from rag.lexical import LexicalIndex
+    from rag.retrieval import FusionParams, HybridRetriever
+
+    store = ChromaStore(path=tmp_path / "chroma", collection="many")
+    words = ["graph", "robot", "privacy", "protein", "speech", "vision", "policy", "kernel", "sparse", "causal"]
+    papers = [Paper(f"m.txt#{i}", f"Paper {i}", f"We study {words[i % 10]} {words[(i // 10) % 10]} models {i}.",
+                    "m.txt", i) for i in range(1, 251)]
+    Ingestor(store, fake_embedder, Chunker(fake_embedder.count_tokens, 64, 0)).ingest(papers)
+    retriever = HybridRetriever(store, fake_embedder, LexicalIndex(tmp_path / "lexical"),
+                                params=FusionParams(candidates=200))
+    questions = [f"{words[i % 10]} {words[(i * 7) % 10]} models" for i in range(300)]
+    results = retriever.search_many(questions, 10)
+    assert len(results) == 300 and all(len(hits) == 10 for hits in results)
