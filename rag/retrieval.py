@@ -34,7 +34,8 @@ from rag.embedding import Embedder
 from rag.errors import QueryError
 from rag.lexical import LexicalIndex, paper_max, rows_with_titles
 from rag.types import Hit
-from store.chroma import ChromaStore, PaperScore
+from rag.vectors import VectorTable
+from store.chroma import ChromaStore
 
 
 class Retriever(Protocol):
@@ -110,6 +111,7 @@ class HybridRetriever:
             LexicalIndex(lexical.folder.with_name(lexical.folder.name + "@papers"), lexical.params)
             if self.params.paper_lexical_weight > 0 else None
         )
+        self.vectors = VectorTable(lexical.folder.with_name(lexical.folder.name + "@vectors"))
         self._titles: dict[str, str] | None = None
         self._name_patterns: list[tuple[str, re.Pattern[str]]] = []
         self._generation: int | None = None
@@ -154,6 +156,8 @@ class HybridRetriever:
             if not papers_current:
                 rows = ((p.paper_id, p.paper_id, p.abstract) for p in papers)
                 self.paper_lexical.build(rows_with_titles(rows, titles), generation, titles=titles)
+        if not self.vectors.load(generation):
+            self.vectors.build(self.store, generation)
         self._titles = titles
         self._name_patterns = [(pid, pattern) for pid, title in titles.items() if (pattern := _name_pattern(title))]
         self._generation = generation
@@ -214,50 +218,25 @@ class HybridRetriever:
         vectors = np.asarray(vectors, dtype=np.float32).reshape(len(questions), -1)
         chunk_rows = self.store.query_chunks_many(vectors, p.candidates)
         paper_rows = self.store.query_papers_many(vectors, p.candidates)
-        # Candidates: papers of the nearest chunks, the nearest profiles and the BM25 hits. Every one gets
-        # its exact dense score; the vectors the two queries did not return are read in one go.
-        firsts = []
-        for question, chunks, papers in zip(questions, chunk_rows, paper_rows, strict=True):
-            chunk_best: dict[str, tuple[float, str]] = {}
-            for chunk_id, paper_id, similarity in chunks:
-                if paper_id not in chunk_best or similarity > chunk_best[paper_id][0]:
-                    chunk_best[paper_id] = (similarity, chunk_id)
-            lexical_chunk, lexical_paper = self._lexical(question) if chunks else ({}, {})
-            firsts.append((chunk_best, papers, lexical_chunk, lexical_paper))
-        missing_profiles = {pid for cb, pp, lc, lp in firsts for pid in (set(cb) | set(lc) | set(lp)) - set(pp)}
-        missing_chunks = {pid for cb, pp, lc, lp in firsts for pid in (set(pp) | set(lc) | set(lp)) - set(cb)}
-        # Read with their metadata, which says how many chunks each paper has (their ids are pid::0..n-1).
-        profiles = self.store.paper_profiles(sorted(missing_profiles | missing_chunks))
-        chunk_ids = [f"{pid}::{i}" for pid in sorted(missing_chunks)
-                     for i in range(int(self._paper_meta(pid, profiles).get("n_chunks", 0)))]
-        stored_chunks = self.store.chunk_vectors(chunk_ids)
         plans = []
-        for question, vector, (chunk_best, papers, lexical_chunk, lexical_paper) in zip(
-            questions, vectors, firsts, strict=True
-        ):
-            if not chunk_best:
+        for question, vector, chunks, papers in zip(questions, vectors, chunk_rows, paper_rows, strict=True):
+            if not chunks:
                 plans.append(None)
                 continue
-            dense_raw: dict[str, float] = {}
-            for pid in set(chunk_best) | set(papers) | set(lexical_chunk) | set(lexical_paper):
-                score = papers.get(pid)
-                if score is None:
-                    if pid not in profiles:
-                        continue  # removed since the BM25 index was built
-                    unit, meta = profiles[pid]
-                    score = PaperScore.of(float(unit @ vector), meta)
-                if pid not in chunk_best:
-                    best = self._best_chunk(pid, vector, stored_chunks, profiles, papers)
-                    if best is not None:
-                        chunk_best[pid] = best
-                dense_raw[pid] = score.chunk_weight * chunk_best.get(pid, (0.0, ""))[0] + score.profile
+            # Candidates: papers of the nearest chunks, the nearest profiles and the BM25 hits; every one
+            # is then scored exactly from the vector table (no floor for what one search missed).
+            lexical_chunk, lexical_paper = self._lexical(question)
+            found = {pid for _cid, pid, _s in chunks} | set(papers) | set(lexical_chunk) | set(lexical_paper)
+            candidates = sorted(found)
+            scores = self.vectors.score(candidates, vector)
+            dense_raw = {pid: float(score) for pid, score in zip(candidates, scores, strict=True) if np.isfinite(score)}
             fused, lexical_raw = self._fuse(question, dense_raw, lexical_chunk, lexical_paper)
             ranked = sorted(fused, key=lambda pid: (-fused[pid], pid))[:k]
             # The chunk shown for a paper: its best dense chunk, else the chunk BM25 matched.
             shown = {}
             for pid in ranked:
-                if pid in chunk_best:
-                    shown[pid] = chunk_best[pid][1]
+                if best := self.vectors.best_chunk(pid, vector):
+                    shown[pid] = best
                 elif pid in lexical_chunk:
                     shown[pid] = self.lexical.chunk_ids[lexical_chunk[pid][1]]
             plans.append((ranked, fused, dense_raw, lexical_raw, shown))
@@ -281,22 +260,6 @@ class HybridRetriever:
                     ))
             results.append(hits)
         return results
-
-    @staticmethod
-    def _paper_meta(pid: str, profiles: dict) -> dict:
-        return profiles[pid][1] if pid in profiles else {}
-
-    def _best_chunk(self, pid, vector, stored_chunks, profiles, papers) -> tuple[float, str] | None:
-        """The exact best chunk of a paper the chunk query did not return."""
-        n = int(self._paper_meta(pid, profiles).get("n_chunks", 0))
-        best: tuple[float, str] | None = None
-        for i in range(n):
-            cid = f"{pid}::{i}"
-            if cid in stored_chunks:
-                similarity = float(stored_chunks[cid] @ vector)
-                if best is None or similarity > best[0]:
-                    best = (similarity, cid)
-        return best
 
     def hits_for(self, paper_ids: Sequence[str]) -> list[Hit]:
         """Hits for papers named explicitly (a follow-up about "the second one"), in the given order."""

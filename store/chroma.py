@@ -36,19 +36,6 @@ _MANIFEST_KEYS = (
 
 
 @dataclass(frozen=True)
-class PaperScore:
-    """A question against a paper's profile: ``q . profile`` and the weight of the paper's best chunk."""
-
-    profile: float
-    chunk_weight: float
-
-    @classmethod
-    def of(cls, cosine: float, meta: dict | None) -> PaperScore:
-        meta = meta or {}  # papers written without a profile: unit centroid, half the weight
-        return cls(cosine * float(meta.get("profile_norm", 0.5)), float(meta.get("chunk_weight", 0.5)))
-
-
-@dataclass(frozen=True)
 class ChunkMatch:
     chunk_id: str
     paper_id: str
@@ -364,6 +351,24 @@ class ChromaStore:
             for doc, meta in zip(docs, metas, strict=True):
                 yield paper_from_record(doc, meta)
 
+    def iter_vectors(self, which: str) -> Iterator[tuple[list[str], np.ndarray, list[dict]]]:
+        """Pages of (ids, vectors, metadatas) of the ``"chunks"`` or ``"papers"`` collection."""
+        if not self._open(create=False):
+            return
+        collection = self._chunks if which == "chunks" else self._papers
+        include = ["embeddings"] if which == "chunks" else ["embeddings", "metadatas"]
+        offset = 0
+        while True:
+            page = self._call("read the index", collection.get, limit=_PAGE, offset=offset, include=include)
+            ids = page["ids"]
+            if not ids:
+                return
+            metas = page.get("metadatas") or [{}] * len(ids)
+            yield ids, np.asarray(page["embeddings"], dtype=np.float32), [m or {} for m in metas]
+            if len(ids) < _PAGE:
+                return
+            offset += len(ids)
+
     def _pages(self, collection, include: list[str]):
         offset = 0
         while True:
@@ -435,11 +440,11 @@ class ChromaStore:
             for rows in self._query_many("chunks", vectors, n, ["distances"])
         ]
 
-    def query_papers_many(self, vectors: np.ndarray, n: int) -> list[dict[str, PaperScore]]:
-        """For each row of ``vectors``: the ``n`` papers whose profile vectors point closest, with the
-        question's dot product with the (unnormalised) profile and the paper's best-chunk weight."""
-        rows_per_question = self._query_many("papers", vectors, n, ["distances", "metadatas"])
-        return [{pid: PaperScore.of(sim, meta) for pid, meta, sim in rows} for rows in rows_per_question]
+    def query_papers_many(self, vectors: np.ndarray, n: int) -> list[dict[str, float]]:
+        """For each row of ``vectors``: paper_id -> cosine to the paper's (unit) profile vector, top ``n``.
+        No metadata: reading it costs more than the query (rag.vectors keeps what scoring needs)."""
+        rows_per_question = self._query_many("papers", vectors, n, ["distances"])
+        return [{pid: sim for pid, _meta, sim in rows} for rows in rows_per_question]
 
     def paper_profiles(self, paper_ids: Sequence[str]) -> dict[str, tuple[np.ndarray, dict]]:
         """paper_id -> (stored unit profile vector, metadata) for the papers that exist."""

@@ -1,0 +1,148 @@
+"""Every stored vector, beside the BM25 index: exact dense scores for any candidate without a Chroma read.
+
+Retrieval takes its candidates from Chroma's approximate nearest neighbours and from BM25, then scores
+every candidate exactly (rag/retrieval.py). Reading the candidates' vectors back from Chroma cost more
+than the rest of a search together (at SciFact: 10 ms per question, and the papers' metadata 24 ms), so
+the vectors are kept here as NumPy files, memory-mapped: a search touches only its candidates' rows.
+Like the BM25 index it is derived data, saved per collection with the store's ``generation`` and
+rebuilt from the store whenever that differs (so instances sharing a Chroma server each keep a copy),
+written to a temporary folder and swapped in.
+
+Chunk rows are grouped by paper: paper ``i``'s chunks are rows ``starts[i]:starts[i + 1]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+FORMAT_VERSION = 1
+
+
+class VectorTable:
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        self.generation: int | None = None
+        self.paper_rows: dict[str, int] = {}
+        self.chunk_ids: list[str] = []
+        self.starts = np.zeros(1, dtype=np.int64)
+        self.chunks = np.zeros((0, 0), dtype=np.float32)
+        self.profiles = np.zeros((0, 0), dtype=np.float32)
+        self.norms = np.zeros(0, dtype=np.float32)
+        self.chunk_weights = np.zeros(0, dtype=np.float32)
+
+    def __len__(self) -> int:
+        return len(self.paper_rows)
+
+    def build(self, store, generation: int) -> None:
+        """Read every vector from the store and save them."""
+        paper_ids: list[str] = []
+        profiles, norms, weights = [], [], []
+        for ids, vectors, metas in store.iter_vectors("papers"):
+            paper_ids.extend(ids)
+            profiles.append(vectors)
+            # Papers written without a profile: the unit centroid, half the weight (store.write_paper).
+            norms.extend(float(m.get("profile_norm", 0.5)) for m in metas)
+            weights.extend(float(m.get("chunk_weight", 0.5)) for m in metas)
+        rows = {pid: i for i, pid in enumerate(paper_ids)}
+        by_paper: list[list[tuple[int, str, np.ndarray]]] = [[] for _ in paper_ids]
+        for ids, vectors, _metas in store.iter_vectors("chunks"):
+            for cid, vector in zip(ids, vectors, strict=True):
+                pid, _, number = cid.rpartition("::")
+                if pid in rows:  # chunks of a paper whose record is missing are an unfinished write
+                    by_paper[rows[pid]].append((int(number) if number.isdigit() else 0, cid, vector))
+        dimension = next((v.shape[1] for v in profiles if v.ndim == 2 and v.shape[1]), 0)
+        starts = np.zeros(len(paper_ids) + 1, dtype=np.int64)
+        chunk_ids: list[str] = []
+        chunk_rows: list[np.ndarray] = []
+        for i, items in enumerate(by_paper):
+            items.sort(key=lambda item: item[0])
+            chunk_ids.extend(cid for _n, cid, _v in items)
+            chunk_rows.extend(v for _n, _cid, v in items)
+            starts[i + 1] = starts[i] + len(items)
+        self.paper_rows, self.chunk_ids, self.starts = rows, chunk_ids, starts
+        self.chunks = np.vstack(chunk_rows).astype(np.float32) if chunk_rows else np.zeros((0, dimension), np.float32)
+        self.profiles = np.vstack(profiles).astype(np.float32) if profiles else np.zeros((0, dimension), np.float32)
+        self.norms = np.asarray(norms, dtype=np.float32)
+        self.chunk_weights = np.asarray(weights, dtype=np.float32)
+        self.generation = generation
+        self._save(paper_ids)
+
+    def _save(self, paper_ids: list[str]) -> None:
+        self.folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.folder.with_name(f".{self.folder.name}.{uuid.uuid4().hex}.tmp")
+        tmp.mkdir(parents=True)
+        try:
+            for name in ("chunks", "profiles", "norms", "chunk_weights", "starts"):
+                np.save(tmp / f"{name}.npy", getattr(self, name), allow_pickle=False)
+            (tmp / "ids.json").write_text(json.dumps({"papers": paper_ids, "chunks": self.chunk_ids}))
+            (tmp / "state.json").write_text(json.dumps(
+                {"format": FORMAT_VERSION, "generation": self.generation, "papers": len(paper_ids)}
+            ))
+            old = self.folder.with_name(f".{self.folder.name}.{uuid.uuid4().hex}.old")
+            if self.folder.exists():
+                os.replace(self.folder, old)
+            os.replace(tmp, self.folder)
+            shutil.rmtree(old, ignore_errors=True)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    def load(self, generation: int) -> bool:
+        """Map the saved table if it was built at ``generation``; False when missing, stale or damaged."""
+        try:
+            state = json.loads((self.folder / "state.json").read_text())
+            if state.get("format") != FORMAT_VERSION or state.get("generation") != generation:
+                return False
+            ids = json.loads((self.folder / "ids.json").read_text())
+            arrays = {
+                name: np.load(self.folder / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+                for name in ("chunks", "profiles", "norms", "chunk_weights", "starts")
+            }
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+        papers = ids["papers"]
+        if len(papers) != state["papers"] or len(arrays["starts"]) != len(papers) + 1:
+            return False
+        self.paper_rows = {pid: i for i, pid in enumerate(papers)}
+        self.chunk_ids = ids["chunks"]
+        for name, array in arrays.items():
+            setattr(self, name, array)
+        self.generation = generation
+        return True
+
+    def score(self, paper_ids: list[str], vector: np.ndarray) -> np.ndarray:
+        """Exact dense scores of these papers: ``chunk_weight * best chunk + q . profile``; papers not in the
+        table score -inf."""
+        rows = np.array([self.paper_rows.get(pid, -1) for pid in paper_ids], dtype=np.int64)
+        scores = np.full(len(paper_ids), -np.inf, dtype=np.float64)
+        known = rows >= 0
+        if not known.any():
+            return scores
+        r = rows[known]
+        profile = self.norms[r] * (self.profiles[r] @ vector)
+        starts, lengths = self.starts[r], self.starts[r + 1] - self.starts[r]
+        best = np.zeros(len(r), dtype=np.float64)
+        has = lengths > 0
+        if has.any():
+            # All candidates' chunk rows in one gather and one product, then the max of each paper's run.
+            s, n = starts[has], lengths[has]
+            offsets = np.concatenate([[0], np.cumsum(n)[:-1]])
+            chunk_rows = np.repeat(s - offsets, n) + np.arange(int(n.sum()))
+            sims = self.chunks[chunk_rows] @ vector
+            best[has] = np.maximum.reduceat(sims, offsets)
+        scores[known] = self.chunk_weights[r] * best + profile
+        return scores
+
+    def best_chunk(self, paper_id: str, vector: np.ndarray) -> str:
+        """The id of the paper's chunk nearest to ``vector`` ("" when unknown or without chunks)."""
+        row = self.paper_rows.get(paper_id)
+        if row is None or self.starts[row + 1] == self.starts[row]:
+            return ""
+        start, end = int(self.starts[row]), int(self.starts[row + 1])
+        return self.chunk_ids[start + int(np.argmax(self.chunks[start:end] @ vector))]
