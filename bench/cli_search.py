@@ -1,10 +1,10 @@
-"""``paperchat search`` in a fresh process, with the embedder the wiring would choose.
+"""``paperchat search`` in a fresh process, exactly as shipped, reporting which modules it imported.
 
-``--backend onnx`` swaps ``Components.embedder`` for the fp32 ``OnnxEmbedder`` (what the proposed
-``PAPERCHAT_EMBEDDING_BACKEND=onnx`` wiring does) and runs the real CLI; ``--backend as-is`` runs the CLI
-untouched. On exit it prints to stderr which heavy modules were imported.
+Runs the real CLI untouched (the embedder is whatever ``PAPERCHAT_EMBEDDING_BACKEND`` and the index
+choose); on exit it prints to stderr, as one JSON line, which heavy modules were imported and whether
+onnxruntime was (i.e. an ONNX embedder answered).
 
-    python bench/cli_search.py --backend onnx search "a question" --json
+    PAPERCHAT_DATA_DIR=DIR python bench/cli_search.py search "a question" --json
 """
 
 from __future__ import annotations
@@ -12,42 +12,23 @@ from __future__ import annotations
 import atexit
 import json
 import sys
-from functools import cached_property
-from pathlib import Path
 
-PROJECT = Path(__file__).resolve().parents[1]
+HEAVY = ("torch", "sentence_transformers", "transformers", "sklearn")
 
 
 def _report() -> None:
-    heavy = sorted(m for m in ("torch", "sentence_transformers", "transformers", "sklearn") if m in sys.modules)
-    print(json.dumps({"bench": "cli_search", "heavy_modules": heavy}), file=sys.stderr)
+    heavy = sorted(m for m in HEAVY if m in sys.modules)
+    print(json.dumps({"bench": "cli_search", "heavy_modules": heavy, "onnxruntime": "onnxruntime" in sys.modules}),
+          file=sys.stderr)
 
 
 def main() -> int:
     argv = sys.argv[1:]
-    backend, cache = "as-is", PROJECT / ".paperchat" / "bench" / "models"
-    while argv and argv[0].startswith("--"):
-        option, value, argv = argv[0], argv[1], argv[2:]
-        if option == "--backend":
-            backend = value
-        elif option == "--cache":
-            cache = Path(value)
-        else:
-            raise SystemExit(f"unknown option {option}")
+    if argv[:1] == ["--backend"]:  # the old form: `--backend as-is` (the only one left) ran the CLI untouched
+        if argv[1] != "as-is":
+            raise SystemExit("bench/cli_search.py runs the CLI as shipped: set PAPERCHAT_EMBEDDING_BACKEND instead")
+        argv = argv[2:]
     atexit.register(_report)
-    if backend == "onnx":
-        from rag.components import Components
-        from rag.embedding import ModelRef
-        from rag.onnx_embedding import OnnxEmbedder, onnx_model_path
-
-        def embedder(self):
-            ref = ModelRef.resolve(self.settings.embedding_model)
-            return OnnxEmbedder(ref.path, onnx_model_path(cache, ref.name, quantized=False), name=ref.name,
-                                batch_size=self.settings.embedding_batch_size)
-
-        patched = cached_property(embedder)
-        patched.__set_name__(Components, "embedder")
-        Components.embedder = patched
     from rag.cli import main as cli_main
 
     return cli_main(argv)

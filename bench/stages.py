@@ -62,6 +62,14 @@ def timed(fn, *args, **kwargs):
     return time.perf_counter() - started, value
 
 
+def source_fingerprint() -> dict[str, str]:
+    """Short hashes of the search code this process imported: the working tree may change between stages."""
+    import hashlib
+
+    return {name: hashlib.sha256((PROJECT / name).read_bytes()).hexdigest()[:10]
+            for name in ("rag/retrieval.py", "rag/lexical.py", "store/chroma.py")}
+
+
 def chunk_defaults() -> tuple[int, int]:
     from rag.settings import Settings
 
@@ -140,19 +148,27 @@ def stage_prepare(args) -> None:
 
 
 def stage_startup(args) -> None:
-    """Wall time of fresh processes: importing sentence-transformers against answering one question."""
+    """Wall time of fresh processes: importing sentence-transformers against answering one question.
+
+    ``paperchat search`` runs as shipped (``bench/cli_search.py`` only adds a report of the modules it
+    imported): with ``PAPERCHAT_EMBEDDING_BACKEND`` unset (auto) on an index built with int8 ONNX, which
+    ``auto`` answers with int8 ONNX, and with ``PAPERCHAT_EMBEDDING_BACKEND=torch`` on an fp32-built index.
+    """
     python = sys.executable
     question = "which papers study client selection in federated learning?"
-    data_dir = str(args.data_dir)
-    env = {**os.environ, "PAPERCHAT_DATA_DIR": data_dir, "TOKENIZERS_PARALLELISM": "false"}
-    commands = {
-        "import_sentence_transformers": [python, "-c", "import sentence_transformers"],
-        "onnx_query_script": [python, str(PROJECT / "bench" / "query_once.py"), "--data-dir", data_dir,
-                              "--cache", str(args.cache), question],
-        "cli_search_onnx": [python, str(PROJECT / "bench" / "cli_search.py"), "--backend", "onnx", "--cache",
-                            str(args.cache), "search", question, "--json"],
-        "cli_search_as_is": [python, str(PROJECT / "bench" / "cli_search.py"), "--backend", "as-is", "search",
-                             question, "--json"],
+    fp32_dir = str(args.data_dir)
+    int8_dir = str(args.int8_data_dir or args.data_dir)
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERCHAT_")}
+    base_env.update(TOKENIZERS_PARALLELISM="false", PAPERCHAT_MODEL_CACHE_DIR=str(args.cache))
+    cli = [python, str(PROJECT / "bench" / "cli_search.py"), "search", question, "--json"]
+    # name -> (extra environment, command)
+    commands: dict[str, tuple[dict[str, str], list[str]]] = {
+        "import_sentence_transformers": ({}, [python, "-c", "import sentence_transformers"]),
+        "onnx_query_script": ({"PAPERCHAT_DATA_DIR": fp32_dir},
+                              [python, str(PROJECT / "bench" / "query_once.py"), "--data-dir", fp32_dir,
+                               "--cache", str(args.cache), question]),
+        "cli_search_auto": ({"PAPERCHAT_DATA_DIR": int8_dir}, cli),
+        "cli_search_torch": ({"PAPERCHAT_DATA_DIR": fp32_dir, "PAPERCHAT_EMBEDDING_BACKEND": "torch"}, cli),
     }
     if args.only:
         commands = {k: v for k, v in commands.items() if k in args.only.split(",")}
@@ -162,8 +178,9 @@ def stage_startup(args) -> None:
     names = list(commands)
     for rep in range(args.reps + 1):  # the first repetition warms the page cache and is discarded
         for name in names if rep % 2 == 0 else names[::-1]:
+            extra, command = commands[name]
             started = time.perf_counter()
-            done = subprocess.run(commands[name], capture_output=True, text=True, env=env, cwd=PROJECT)
+            done = subprocess.run(command, capture_output=True, text=True, env={**base_env, **extra}, cwd=PROJECT)
             elapsed = time.perf_counter() - started
             if done.returncode != 0:
                 errors[name] = (done.stderr or done.stdout).strip()[-400:]
@@ -174,13 +191,15 @@ def stage_startup(args) -> None:
                 if line.startswith("{\"bench\""):
                     notes[name] = json.loads(line)
     result: dict = {"stage": "startup", "question": question, "commands": {}, "errors": errors}
+
     def rel(part: str) -> str:
         return os.path.relpath(part, PROJECT) if part.startswith(str(PROJECT) + os.sep) else part
 
-    for name, command in commands.items():
+    for name, (extra, command) in commands.items():
         shown = " ".join(shlex.quote(rel(part)) for part in command)
         if name != "import_sentence_transformers":
-            shown = f"PAPERCHAT_DATA_DIR={shlex.quote(rel(data_dir))} {shown}"
+            env_shown = {**extra, "PAPERCHAT_MODEL_CACHE_DIR": str(args.cache)} if name.startswith("cli") else extra
+            shown = " ".join(f"{k}={shlex.quote(rel(v))}" for k, v in env_shown.items()) + " " + shown
         result["commands"][name] = {
             "command": shown,
             "seconds": [round(t, 3) for t in times[name]],
@@ -420,16 +439,18 @@ def stage_search(args) -> None:
     synthetic = args.backend == "synthetic"
     embedder = NoEmbedder() if synthetic else make_embedder(args.backend, args.cache)
     retriever = HybridRetriever(store, embedder, lexical, top_k=args.k)
-    result: dict = {"stage": "search", "backend": args.backend, "data_dir": str(data_dir), "collection": collection}
-    # What a fresh process pays before its first question, part by part (cold), then refresh as a whole.
+    result: dict = {"stage": "search", "backend": args.backend, "data_dir": str(data_dir), "collection": collection,
+                    "sources": source_fingerprint()}
+    # What a fresh process pays before its first question: open the store, then the first refresh, which loads
+    # BM25 and the title table saved beside it (format 2) or, when that is missing or stale, builds them.
     cold: dict[str, float] = {}
     cold["open_store"], generation = timed(store.generation)
-    cold["read_papers_for_titles"], _ = timed(lambda: list(store.iter_papers()))
-    cold["load_bm25"], loaded = timed(LexicalIndex(lexical.folder).load, generation)
+    cold["load_bm25"], loaded = timed(LexicalIndex(lexical.folder).load, generation)  # a separate copy: the part
+    result["bm25_loaded"] = bool(loaded)  # False: missing or stale, so the first refresh below builds it
+    cold["first_refresh"], _ = timed(retriever.refresh)
     result["cold_start_s"] = {k: round(v, 3) for k, v in cold.items()}
-    result["bm25_loaded"] = bool(loaded)  # False: missing or stale, so the refresh below rebuilds it
-    result["open_and_refresh_s"] = round(sum(cold.values()), 3)
-    result["refresh_again_s"], _ = timed(retriever.refresh)  # warm: the same reads once more, plus the regexes
+    result["open_and_refresh_s"] = round(cold["open_store"] + cold["first_refresh"], 3)
+    result["refresh_again_s"], _ = timed(retriever.refresh)  # what every later question pays: a generation check
     papers, chunks = store.counts()
     result.update(papers=papers, chunks=chunks, lexical_rows=len(lexical))
     qs = questions(args.n)
@@ -447,19 +468,22 @@ def stage_search(args) -> None:
         result["embed_one"] = summary_ms(embed_one)
         result["search"] = summary_ms(search_one)
         result["search_over_embed_p50"] = round(result["search"]["p50_ms"] / result["embed_one"]["p50_ms"], 3)
-        # "In one run": a batch of 201 minus a batch of 1, over 200, for search_many and for embed alone.
-        e1, _ = timed(embedder.embed, qs[:1])
-        en, _ = timed(embedder.embed, qs)
-        s1, _ = timed(retriever.search_many, qs[:1])
-        sn, _ = timed(retriever.search_many, qs)
-        result["batch"] = {
-            "n": len(qs), "embed_1_s": round(e1, 4), "embed_n_s": round(en, 4), "search_many_1_s": round(s1, 4),
-            "search_many_n_s": round(sn, 4),
-            "embed_marginal_ms": round((en - e1) / (len(qs) - 1) * 1000, 3),
-            "search_many_marginal_ms": round((sn - s1) / (len(qs) - 1) * 1000, 3),
-        }
-        result["batch"]["ratio"] = round(result["batch"]["search_many_marginal_ms"]
-                                         / result["batch"]["embed_marginal_ms"], 3)
+        # "In one run": a batch of 201 minus a batch of 1, over 200, for search_many and for embed alone;
+        # --batch-rounds rounds, the order flipped every round, the ratio taken per round, then the median.
+        rounds = []
+        for round_ in range(args.batch_rounds):
+            steps = [("e1", embedder.embed, qs[:1]), ("en", embedder.embed, qs),
+                     ("s1", retriever.search_many, qs[:1]), ("sn", retriever.search_many, qs)]
+            took = {name: timed(fn, arg)[0] for name, fn, arg in (steps if round_ % 2 == 0 else steps[::-1])}
+            embed_ms = (took["en"] - took["e1"]) / (len(qs) - 1) * 1000
+            search_ms = (took["sn"] - took["s1"]) / (len(qs) - 1) * 1000
+            rounds.append({**{k: round(v, 4) for k, v in took.items()}, "embed_marginal_ms": round(embed_ms, 3),
+                           "search_many_marginal_ms": round(search_ms, 3), "ratio": round(search_ms / embed_ms, 3)})
+        middle = sorted(rounds, key=lambda r: r["ratio"])[len(rounds) // 2]
+        result["batch"] = {"n": len(qs), "rounds": rounds, "ratio": middle["ratio"],
+                           "embed_marginal_ms": middle["embed_marginal_ms"],
+                           "search_many_marginal_ms": middle["search_many_marginal_ms"],
+                           "ratios": [r["ratio"] for r in rounds]}
         vectors = embedder.embed(qs)
     # The search path alone (question vector given), and its parts.
     with_vector, dense, lexical_s, fetch = [], [], [], []
@@ -470,6 +494,13 @@ def stage_search(args) -> None:
         lexical_s.append(timed(lexical.top, q, candidates)[0])
         fetch.append(timed(store.get_papers, [h.paper_id for h in hits])[0])
     result["search_with_vector"] = summary_ms(with_vector)
+    # The search path alone, batched: search_with_vectors of 201 minus 1, over 200 (median of rounds).
+    marginal = []
+    for _ in range(args.batch_rounds):
+        one = timed(retriever.search_with_vectors, qs[:1], vectors[:1], args.k)[0]
+        many = timed(retriever.search_with_vectors, qs, vectors, args.k)[0]
+        marginal.append((many - one) / (len(qs) - 1) * 1000)
+    result["search_with_vectors_marginal_ms"] = round(statistics.median(marginal), 3)
     result["parts"] = {"dense_chroma": summary_ms(dense), "lexical_bm25": summary_ms(lexical_s),
                        "get_papers": summary_ms(fetch)}
     emit(result)
@@ -494,17 +525,26 @@ def _vocabulary(limit: int = 50000) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(words, dtype=object), cdf / cdf[-1]
 
 
-def _sample_words(rng, words: np.ndarray, cdf: np.ndarray, n: int) -> str:
-    picks = np.minimum(np.searchsorted(cdf, rng.random(n), side="right"), len(words) - 1)
-    return " ".join(words[picks])
+def _sample_texts(rng, words: np.ndarray, cdf: np.ndarray, lengths: np.ndarray) -> list[str]:
+    """One text per entry of ``lengths``, words drawn with SciFact's frequencies (one draw for all)."""
+    picks = np.minimum(np.searchsorted(cdf, rng.random(int(lengths.sum())), side="right"), len(words) - 1)
+    drawn = words[picks].tolist()
+    ends = np.cumsum(lengths).tolist()
+    return [" ".join(drawn[start:end]) for start, end in zip([0, *ends[:-1]], ends, strict=True)]
 
 
 def stage_synthetic_build(args) -> None:
-    """``--chunks`` synthetic chunks (1 or 2 per paper) with random unit vectors, straight into Chroma."""
+    """``--chunks`` synthetic chunks (1 or 2 per paper) with random unit vectors, straight into Chroma.
+
+    Written the way ``ChromaStore.write_paper`` lays them out (chunk ids ``<paper_id>::<n>`` as
+    ``Chunk.chunk_id``, the same chunk metadata, paper records with ``paper_to_metadata`` and the unit
+    centroid of the paper's chunk vectors; manifest and generation through ``ChromaStore`` itself), but
+    ``--batch`` rows per ``add`` instead of one paper at a time: each batch of chunks, then its papers.
+    """
     from rag.chunking import CHUNKER_VERSION
     from rag.lexical import LexicalIndex
     from rag.retrieval import HybridRetriever
-    from rag.types import Paper
+    from rag.types import Chunk, Paper
     from store.chroma import PAPERS_SUFFIX, ChromaStore, paper_to_metadata
 
     data_dir = Path(args.data_dir)
@@ -524,60 +564,77 @@ def stage_synthetic_build(args) -> None:
         "embedding_model": NoEmbedder.name, "embedding_dimension": dim, "chunk_max_tokens": max_tokens,
         "chunk_overlap_sentences": overlap, "chunker": CHUNKER_VERSION,
     })
+    store.begin_write()  # as an ingest does: "writing" until bump_generation
     chunks_col = store.client.get_collection(COLLECTION, embedding_function=None)
     papers_col = store.client.get_collection(COLLECTION + PAPERS_SUFFIX, embedding_function=None)
     batch = min(args.batch, int(store.client.get_max_batch_size()))
-    written = 0
-    paper_no = 0
+    written = paper_no = 0
+    gen_s = chunks_add_s = papers_add_s = 0.0
+    progress: list[list[float]] = []  # [chunks written so far, seconds for this batch (both adds)]
     started = time.perf_counter()
-    gen_s = 0.0
     while written < args.chunks:
         g0 = time.perf_counter()
-        ids, docs, metas, vecs = [], [], [], []
-        p_ids, p_docs, p_metas, p_vecs = [], [], [], []
-        while len(ids) < batch and written + len(ids) < args.chunks:
-            n_chunks = min(1 + paper_no % 2, args.chunks - written - len(ids))
+        # Papers of 1 or 2 chunks, alternately (1.5 per paper), until the batch is full.
+        sizes: list[int] = []
+        room = min(batch, args.chunks - written)
+        while room > 0:
+            sizes.append(min(1 + (paper_no + len(sizes)) % 2, room))
+            room -= sizes[-1]
+        n = sum(sizes)
+        texts = _sample_texts(rng, words, cdf, np.clip(rng.normal(140, 40, n), 30, 220).astype(np.int64))
+        titles = _sample_texts(rng, words, cdf, np.full(len(sizes), 6, dtype=np.int64))
+        vectors = _random_unit(rng, n, dim)
+        ids, metas = [], []
+        p_ids, p_docs, p_metas = [], [], []
+        centroids = np.empty((len(sizes), dim), dtype=np.float32)
+        row = 0
+        for j, size in enumerate(sizes):
             pid = f"syn{paper_no:07d}"
-            lengths = np.clip(rng.normal(140, 40, n_chunks), 30, 220).astype(int)
-            texts = [_sample_words(rng, words, cdf, int(n)) for n in lengths]
-            vectors = _random_unit(rng, n_chunks, dim)
-            abstract = " ".join(texts)
             offset = 0
-            for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
-                ids.append(f"{pid}::{i}")
-                docs.append(text)
-                metas.append({"paper_id": pid, "chunk": i, "start": offset, "end": offset + len(text)})
-                vecs.append(vector)
+            for i in range(size):
+                text = texts[row + i]
+                chunk = Chunk(paper_id=pid, index=i, text=text, start=offset, end=offset + len(text))
+                ids.append(chunk.chunk_id)
+                metas.append({"paper_id": chunk.paper_id, "chunk": chunk.index, "start": chunk.start,
+                              "end": chunk.end})
                 offset += len(text) + 1
-            title = _sample_words(rng, words, cdf, 6).capitalize()
-            paper = Paper(paper_id=pid, title=title, abstract=abstract, source="synthetic.jsonl",
-                          ordinal=paper_no + 1, title_given=True)
-            centroid = vectors.mean(axis=0)
+            centroid = vectors[row:row + size].mean(axis=0)
+            centroids[j] = centroid / np.linalg.norm(centroid)
+            paper = Paper(paper_id=pid, title=titles[j].capitalize(), abstract=" ".join(texts[row:row + size]),
+                          source="synthetic.jsonl", ordinal=paper_no + 1, title_given=True)
             p_ids.append(pid)
-            p_docs.append(abstract)
+            p_docs.append(paper.abstract)
             p_metas.append(paper_to_metadata(paper))
-            p_vecs.append(centroid / np.linalg.norm(centroid))
+            row += size
             paper_no += 1
         gen_s += time.perf_counter() - g0
-        chunks_col.add(ids=ids, embeddings=np.asarray(vecs, dtype=np.float32), documents=docs, metadatas=metas)
-        for start in range(0, len(p_ids), batch):
-            sl = slice(start, start + batch)
-            papers_col.add(ids=p_ids[sl], embeddings=np.asarray(p_vecs[sl], dtype=np.float32),
-                           documents=p_docs[sl], metadatas=p_metas[sl])
-        written += len(ids)
+        t, _ = timed(chunks_col.add, ids=ids, embeddings=vectors, documents=texts, metadatas=metas)
+        chunks_add_s += t
+        # Paper records after their chunks, as write_paper orders them (the record marks the paper done).
+        u, _ = timed(papers_col.add, ids=p_ids, embeddings=centroids, documents=p_docs, metadatas=p_metas)
+        papers_add_s += u
+        written += n
+        progress.append([written, round(t + u, 2)])
         elapsed = time.perf_counter() - started
-        print(f"{written}/{args.chunks} chunks in {elapsed:.0f}s", file=sys.stderr, flush=True)
+        print(f"{written}/{args.chunks} chunks, {paper_no} papers in {elapsed:.0f}s "
+              f"(this batch {t + u:.1f}s: {n / (t + u):.0f} chunks/s)", file=sys.stderr, flush=True)
     write_s = time.perf_counter() - started
     store.bump_generation()
     rss_after_write = maxrss_mb()
     retriever = HybridRetriever(store, NoEmbedder(), LexicalIndex(data_dir / "lexical" / COLLECTION))
     bm25_s, _ = timed(retriever.refresh)  # reads every chunk back and builds the BM25 index (first search)
     size_mb = sum(f.stat().st_size for f in data_dir.rglob("*") if f.is_file()) / 1e6
+    # The last tenth of the batches: the write rate at this size (HNSW inserts slow down as the graph grows).
+    tail = progress[-max(1, len(progress) // 10):]
+    tail_chunks = tail[-1][0] - (progress[-len(tail) - 1][0] if len(progress) > len(tail) else 0)
     result = {
         "stage": "synthetic-build", "chunks": written, "papers": paper_no, "write_s": round(write_s, 1),
-        "generate_s": round(gen_s, 1), "chunks_per_s": round(written / write_s, 1),
+        "generate_s": round(gen_s, 1), "chunks_add_s": round(chunks_add_s, 1),
+        "papers_add_s": round(papers_add_s, 1), "chunks_per_s": round(written / write_s, 1),
+        "final_chunks_per_s": round(tail_chunks / sum(s for _, s in tail), 1),
         "bm25_build_s": round(bm25_s, 1), "disk_mb": round(size_mb, 1), "batch": batch,
-        "maxrss_after_write_mb": round(rss_after_write, 1),
+        "maxrss_after_write_mb": round(rss_after_write, 1), "progress": progress,
+        "load_average": [round(x, 1) for x in os.getloadavg()],
     }
     result["maxrss_mb"] = round(maxrss_mb(), 1)
     done_file.write_text(json.dumps(result))
@@ -600,7 +657,8 @@ def main(argv=None) -> None:
     p.set_defaults(func=stage_prepare)
 
     p = common(sub.add_parser("startup"))
-    p.add_argument("--data-dir", type=Path, required=True)
+    p.add_argument("--data-dir", type=Path, required=True, help="an index built with fp32 vectors (torch or onnx)")
+    p.add_argument("--int8-data-dir", type=Path, default=None, help="an index built with int8 ONNX (auto row)")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--only", default="")
     p.set_defaults(func=stage_startup)
@@ -628,6 +686,7 @@ def main(argv=None) -> None:
     p.add_argument("--data-dir", type=Path, required=True)
     p.add_argument("--collection", default=None)
     p.add_argument("--n", type=int, default=201)
+    p.add_argument("--batch-rounds", type=int, default=3, help="rounds of the 201-minus-1 batch measurement")
     p.add_argument("--k", type=int, default=5)
     p.set_defaults(func=stage_search)
 
