@@ -23,6 +23,7 @@ How a question is scored, and why:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ class FusionParams:
     paper_lexical_weight: float = 0.5  # share of whole-paper BM25 in the lexical score (the rest: best chunk)
     title_bonus: float = 0.3
     candidates: int = 100
+    exact_search_max_chunks: int = 250_000  # up to this size, nearest neighbours by brute force (exact)
 
 
 def validate_question(question: str, max_chars: int) -> str:
@@ -131,7 +133,10 @@ class HybridRetriever:
             lexical,
             top_k=settings.top_k,
             max_question_chars=settings.max_question_chars,
-            params=FusionParams(dense_weight=settings.dense_weight, candidates=settings.candidates),
+            params=FusionParams(
+                dense_weight=settings.dense_weight, candidates=settings.candidates,
+                exact_search_max_chunks=settings.exact_search_max_chunks,
+            ),
             expected_manifest=manifest,
             reranker=reranker,
         )
@@ -216,20 +221,26 @@ class HybridRetriever:
     def _rank(self, questions: Sequence[str], vectors: np.ndarray, k: int) -> list[list[Hit]]:
         p = self.params
         vectors = np.asarray(vectors, dtype=np.float32).reshape(len(questions), -1)
-        chunk_rows = self.store.query_chunks_many(vectors, p.candidates)
-        paper_rows = self.store.query_papers_many(vectors, p.candidates)
+        if 0 < self.vectors.chunk_count <= p.exact_search_max_chunks:
+            nearest = self.vectors.nearest(vectors, p.candidates)
+        else:  # Chroma's HNSW: approximate, but its cost grows slowly with the corpus
+            chunk_rows = self.store.query_chunks_many(vectors, p.candidates)
+            paper_rows = self.store.query_papers_many(vectors, p.candidates)
+            nearest = [{pid for _cid, pid, _s in chunks} | set(papers) if chunks else set()
+                       for chunks, papers in zip(chunk_rows, paper_rows, strict=True)]
         plans = []
-        for question, vector, chunks, papers in zip(questions, vectors, chunk_rows, paper_rows, strict=True):
-            if not chunks:
+        for question, vector, dense_found in zip(questions, vectors, nearest, strict=True):
+            if not dense_found:
                 plans.append(None)
                 continue
             # Candidates: papers of the nearest chunks, the nearest profiles and the BM25 hits; every one
             # is then scored exactly from the vector table (no floor for what one search missed).
             lexical_chunk, lexical_paper = self._lexical(question)
-            found = {pid for _cid, pid, _s in chunks} | set(papers) | set(lexical_chunk) | set(lexical_paper)
-            candidates = sorted(found)
+            candidates = sorted(dense_found | set(lexical_chunk) | set(lexical_paper))
             scores = self.vectors.score(candidates, vector)
-            dense_raw = {pid: float(score) for pid, score in zip(candidates, scores, strict=True) if np.isfinite(score)}
+            dense_raw = {
+                pid: score for pid, score in zip(candidates, scores.tolist(), strict=True) if score > -math.inf
+            }
             fused, lexical_raw = self._fuse(question, dense_raw, lexical_chunk, lexical_paper)
             ranked = sorted(fused, key=lambda pid: (-fused[pid], pid))[:k]
             # The chunk shown for a paper: its best dense chunk, else the chunk BM25 matched.

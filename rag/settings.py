@@ -93,6 +93,14 @@ class Settings(BaseSettings):
         100, ge=1, le=10000, description="Chunks fetched from each of the dense and lexical searches before fusion."
     )
 
+    exact_search_max_chunks: int = Field(
+        250_000,
+        ge=0,
+        description=(
+            "Up to this many chunks, nearest neighbours are found exactly by one matrix product per batch of "
+            "questions over the memory-mapped vector table; above it, by Chroma's approximate HNSW index."
+        ),
+    )
     reranker_model: str | None = Field(
         None,
         description=(

@@ -112,7 +112,7 @@ class VectorTable:
         self.paper_rows = {pid: i for i, pid in enumerate(papers)}
         self.chunk_ids = ids["chunks"]
         for name, array in arrays.items():
-            setattr(self, name, array)
+            setattr(self, name, array.view(np.ndarray))  # still file-backed; skips np.memmap's per-index overhead
         self.generation = generation
         return True
 
@@ -146,3 +146,38 @@ class VectorTable:
             return ""
         start, end = int(self.starts[row]), int(self.starts[row + 1])
         return self.chunk_ids[start + int(np.argmax(self.chunks[start:end] @ vector))]
+
+    @property
+    def chunk_count(self) -> int:
+        return int(self.starts[-1]) if len(self.starts) else 0
+
+    def nearest(self, vectors: np.ndarray, n: int) -> list[set[str]]:
+        """For each question vector, the papers of its ``n`` nearest chunks and its ``n`` nearest profiles,
+        by exact brute force: one matrix product per block of questions (faster than an HNSW query per
+        question up to a few hundred thousand chunks, and exact)."""
+        paper_ids = [""] * len(self.paper_rows)
+        for pid, row in self.paper_rows.items():
+            paper_ids[row] = pid
+        owner = np.repeat(np.arange(len(paper_ids)), np.diff(np.asarray(self.starts)))
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+        out: list[set[str]] = []
+        # Blocks keep the similarity matrix near 64 MB whatever the corpus size.
+        block = max(1, min(256, 16_000_000 // max(1, self.chunk_count)))
+        for start in range(0, len(vectors), block):
+            q = vectors[start : start + block]
+            for sims, rows in ((q @ self.chunks.T, owner), (q @ self.profiles.T, None)):
+                top = _top_columns(sims, n)
+                for i, columns in enumerate(top):
+                    if len(out) <= start + i:
+                        out.append(set())
+                    found = rows[columns] if rows is not None else columns
+                    out[start + i].update(paper_ids[int(r)] for r in found)
+        return out
+
+
+def _top_columns(matrix: np.ndarray, n: int) -> np.ndarray:
+    """Column indices of each row's ``n`` largest values (unordered)."""
+    if matrix.shape[1] <= n:
+        return np.tile(np.arange(matrix.shape[1]), (matrix.shape[0], 1))
+    return np.argpartition(-matrix, n - 1, axis=1)[:, :n]
+

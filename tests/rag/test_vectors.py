@@ -57,3 +57,22 @@ def test_the_retriever_rebuilds_a_damaged_table(fake_index, tmp_path):
     hits = retriever.search("what did the MA-RAG authors evaluate on?", 3)
     assert hits[0].title == "MA-RAG"
     assert VectorTable(retriever.vectors.folder).load(fake_index.store.generation())
+
+
+def test_brute_force_and_chroma_find_the_same_papers(fake_index):
+    """Exact nearest neighbours from the table agree with Chroma's index on a small corpus."""
+    from rag.retrieval import FusionParams, HybridRetriever
+
+    fake_index.refresh()
+    questions = ["federated learning clients", "robot policies from video", "heart sound synthesis"]
+    vectors = fake_index.embedder.embed(questions)
+    nearest = fake_index.vectors.nearest(vectors, 10)
+    chunk_rows = fake_index.store.query_chunks_many(vectors, 10)
+    paper_rows = fake_index.store.query_papers_many(vectors, 10)
+    for found, chunks, papers in zip(nearest, chunk_rows, paper_rows, strict=True):
+        assert found == {pid for _cid, pid, _s in chunks} | set(papers)
+    via_chroma = HybridRetriever(fake_index.store, fake_index.embedder, fake_index.lexical,
+                                 params=FusionParams(exact_search_max_chunks=0))
+    assert [[h.paper_id for h in hits] for hits in via_chroma.search_many(questions, 5)] == [
+        [h.paper_id for h in hits] for hits in fake_index.search_many(questions, 5)
+    ]
