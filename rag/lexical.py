@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -122,24 +122,15 @@ class LexicalIndex:
         self._save()
 
     def _save(self) -> None:
-        self.folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.folder.with_name(f".{self.folder.name}.{uuid.uuid4().hex}.tmp")
-        tmp.mkdir(parents=True)
-        try:
+        def fill(tmp: Path) -> None:
             if self._bm25 is not None:
                 self._bm25.save(str(tmp / "bm25"))
             (tmp / "ids.json").write_text(json.dumps({"chunk_ids": self.chunk_ids, "paper_ids": self.paper_ids}))
             (tmp / "titles.json").write_text(json.dumps(self.titles))
             state = {"generation": self.generation, "count": len(self.chunk_ids), **self._settings_key()}
             (tmp / "state.json").write_text(json.dumps(state))
-            old = self.folder.with_name(f".{self.folder.name}.{uuid.uuid4().hex}.old")
-            if self.folder.exists():
-                os.replace(self.folder, old)
-            os.replace(tmp, self.folder)
-            shutil.rmtree(old, ignore_errors=True)
-        except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+
+        save_folder_atomically(self.folder, fill)
 
     def load(self, generation: int) -> bool:
         """Load the saved index if it matches ``generation`` and these parameters; False when stale."""
@@ -194,6 +185,24 @@ class LexicalIndex:
         rows = np.argpartition(-scores, n - 1)[:n]
         rows = rows[np.argsort(-scores[rows], kind="stable")]
         return [(int(r), float(scores[r])) for r in rows if scores[r] > 0]
+
+
+def save_folder_atomically(folder: Path, fill: Callable[[Path], None]) -> None:
+    """Have ``fill`` write into a temporary folder beside ``folder``, then swap it in: a reader sees the old
+    folder or the new one, never half of one, and a killed writer leaves only a temporary folder."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = folder.with_name(f".{folder.name}.{uuid.uuid4().hex}.tmp")
+    tmp.mkdir(parents=True)
+    try:
+        fill(tmp)
+        old = folder.with_name(f".{folder.name}.{uuid.uuid4().hex}.old")
+        if folder.exists():
+            os.replace(folder, old)
+        os.replace(tmp, folder)
+        shutil.rmtree(old, ignore_errors=True)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 def rows_with_titles(rows: Iterable[tuple[str, str, str]], titles: dict[str, str]) -> Iterable[tuple[str, str, str]]:

@@ -14,12 +14,11 @@ Chunk rows are grouped by paper: paper ``i``'s chunks are rows ``starts[i]:start
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import uuid
 from pathlib import Path
 
 import numpy as np
+
+from rag.lexical import save_folder_atomically
 
 FORMAT_VERSION = 1
 
@@ -74,24 +73,15 @@ class VectorTable:
         self._save(paper_ids)
 
     def _save(self, paper_ids: list[str]) -> None:
-        self.folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.folder.with_name(f".{self.folder.name}.{uuid.uuid4().hex}.tmp")
-        tmp.mkdir(parents=True)
-        try:
+        def fill(tmp: Path) -> None:
             for name in ("chunks", "profiles", "norms", "chunk_weights", "starts"):
                 np.save(tmp / f"{name}.npy", getattr(self, name), allow_pickle=False)
             (tmp / "ids.json").write_text(json.dumps({"papers": paper_ids, "chunks": self.chunk_ids}))
             (tmp / "state.json").write_text(json.dumps(
                 {"format": FORMAT_VERSION, "generation": self.generation, "papers": len(paper_ids)}
             ))
-            old = self.folder.with_name(f".{self.folder.name}.{uuid.uuid4().hex}.old")
-            if self.folder.exists():
-                os.replace(self.folder, old)
-            os.replace(tmp, self.folder)
-            shutil.rmtree(old, ignore_errors=True)
-        except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+
+        save_folder_atomically(self.folder, fill)
 
     def load(self, generation: int) -> bool:
         """Map the saved table if it was built at ``generation``; False when missing, stale or damaged."""

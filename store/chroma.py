@@ -381,35 +381,29 @@ class ChromaStore:
                 return
             offset += len(ids)
 
-    def get_papers(self, paper_ids: Sequence[str]) -> dict[str, Paper]:
-        if not paper_ids or not self._open(create=False):
-            return {}
-        papers: dict[str, Paper] = {}
-        unique = list(dict.fromkeys(paper_ids))
+    def _by_ids(self, which: str, ids: Sequence[str], include: list[str], doing: str):
+        """Pages of ``collection.get(ids=...)`` for these ids (duplicates dropped), a few thousand per read."""
+        unique = list(dict.fromkeys(ids))
+        if not unique or not self._open(create=False):
+            return
+        collection = self._chunks if which == "chunks" else self._papers
         for start in range(0, len(unique), _PAGE):
-            page = self._call("read papers", self._papers.get, ids=unique[start : start + _PAGE],
-                              include=["documents", "metadatas"])
-            for pid, doc, meta in zip(page["ids"], page["documents"], page["metadatas"], strict=True):
-                papers[pid] = paper_from_record(doc, meta)
-        return papers
+            yield self._call(doing, collection.get, ids=unique[start : start + _PAGE], include=include)
+
+    def get_papers(self, paper_ids: Sequence[str]) -> dict[str, Paper]:
+        return {
+            pid: paper_from_record(doc, meta)
+            for page in self._by_ids("papers", paper_ids, ["documents", "metadatas"], "read papers")
+            for pid, doc, meta in zip(page["ids"], page["documents"], page["metadatas"], strict=True)
+        }
 
     def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
-        """chunk_id -> text for the chunks that exist (one read per few thousand ids)."""
-        if not chunk_ids or not self._open(create=False):
-            return {}
-        texts: dict[str, str] = {}
-        unique = list(dict.fromkeys(chunk_ids))
-        for start in range(0, len(unique), _PAGE):
-            page = self._call("read chunks", self._chunks.get, ids=unique[start : start + _PAGE], include=["documents"])
-            texts.update(zip(page["ids"], (doc or "" for doc in page["documents"]), strict=True))
-        return texts
-
-    def paper_vectors(self, paper_ids: Sequence[str]) -> np.ndarray:
-        """The stored whole-abstract vectors of these papers (rows in no particular order)."""
-        if not paper_ids or not self._open(create=False):
-            return np.zeros((0, 0), dtype=np.float32)
-        page = self._call("read papers", self._papers.get, ids=list(paper_ids), include=["embeddings"])
-        return np.asarray(page["embeddings"], dtype=np.float32)
+        """chunk_id -> text for the chunks that exist."""
+        return {
+            cid: doc or ""
+            for page in self._by_ids("chunks", chunk_ids, ["documents"], "read chunks")
+            for cid, doc in zip(page["ids"], page["documents"], strict=True)
+        }
 
     def query_chunks(self, vector: np.ndarray, n: int) -> list[ChunkMatch]:
         if not self._open(create=False):
@@ -448,29 +442,19 @@ class ChromaStore:
 
     def paper_profiles(self, paper_ids: Sequence[str]) -> dict[str, tuple[np.ndarray, dict]]:
         """paper_id -> (stored unit profile vector, metadata) for the papers that exist."""
-        out: dict[str, tuple[np.ndarray, dict]] = {}
-        unique = list(dict.fromkeys(paper_ids))
-        if not unique or not self._open(create=False):
-            return out
-        for start in range(0, len(unique), _PAGE):
-            page = self._call("read papers", self._papers.get, ids=unique[start : start + _PAGE],
-                              include=["embeddings", "metadatas"])
-            for pid, vector, meta in zip(page["ids"], page["embeddings"], page["metadatas"], strict=True):
-                out[pid] = (np.asarray(vector, dtype=np.float32), meta or {})
-        return out
+        return {
+            pid: (np.asarray(vector, dtype=np.float32), meta or {})
+            for page in self._by_ids("papers", paper_ids, ["embeddings", "metadatas"], "read papers")
+            for pid, vector, meta in zip(page["ids"], page["embeddings"], page["metadatas"], strict=True)
+        }
 
     def chunk_vectors(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """chunk_id -> stored vector, read by id (a ``where`` filter on paper ids scans the collection)."""
-        out: dict[str, np.ndarray] = {}
-        unique = list(dict.fromkeys(chunk_ids))
-        if not unique or not self._open(create=False):
-            return out
-        for start in range(0, len(unique), _PAGE):
-            page = self._call("read chunks", self._chunks.get, ids=unique[start : start + _PAGE],
-                              include=["embeddings"])
-            for cid, vector in zip(page["ids"], page["embeddings"], strict=True):
-                out[cid] = np.asarray(vector, dtype=np.float32)
-        return out
+        return {
+            cid: np.asarray(vector, dtype=np.float32)
+            for page in self._by_ids("chunks", chunk_ids, ["embeddings"], "read chunks")
+            for cid, vector in zip(page["ids"], page["embeddings"], strict=True)
+        }
 
     def _query_many(self, which: str, vectors: np.ndarray, n: int, include: list[str]):
         vectors = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
