@@ -357,29 +357,26 @@ class ChromaStore:
             return
         collection = self._chunks if which == "chunks" else self._papers
         include = ["embeddings"] if which == "chunks" else ["embeddings", "metadatas"]
-        offset = 0
-        while True:
-            page = self._call("read the index", collection.get, limit=_PAGE, offset=offset, include=include)
-            ids = page["ids"]
-            if not ids:
-                return
-            metas = page.get("metadatas") or [{}] * len(ids)
-            yield ids, np.asarray(page["embeddings"], dtype=np.float32), [m or {} for m in metas]
-            if len(ids) < _PAGE:
-                return
-            offset += len(ids)
+        for page in self._raw_pages(collection, include):
+            metas = page.get("metadatas") or [{}] * len(page["ids"])
+            yield page["ids"], np.asarray(page["embeddings"], dtype=np.float32), [m or {} for m in metas]
 
     def _pages(self, collection, include: list[str]):
+        for page in self._raw_pages(collection, include):
+            ids = page["ids"]
+            yield ids, page.get("documents") or [None] * len(ids), page.get("metadatas") or [{}] * len(ids)
+
+    def _raw_pages(self, collection, include: list[str]):
+        """``collection.get`` page by page, ``_PAGE`` records at a time."""
         offset = 0
         while True:
             page = self._call("read the index", collection.get, limit=_PAGE, offset=offset, include=include)
-            ids = page["ids"]
-            if not ids:
+            if not page["ids"]:
                 return
-            yield ids, page.get("documents") or [None] * len(ids), page.get("metadatas") or [{}] * len(ids)
-            if len(ids) < _PAGE:
+            yield page
+            if len(page["ids"]) < _PAGE:
                 return
-            offset += len(ids)
+            offset += len(page["ids"])
 
     def _by_ids(self, which: str, ids: Sequence[str], include: list[str], doing: str):
         """Pages of ``collection.get(ids=...)`` for these ids (duplicates dropped), a few thousand per read."""
@@ -429,16 +426,13 @@ class ChromaStore:
         chunks it shows afterwards (``chunk_texts``), which is most of what a query costs otherwise.
         """
         # Chunk ids are "<paper_id>::<n>" (Chunk.chunk_id): reading metadata just for the paper id costs time.
-        return [
-            [(cid, cid.rsplit("::", 1)[0], sim) for cid, _meta, sim in rows]
-            for rows in self._query_many("chunks", vectors, n, ["distances"])
-        ]
+        rows_per_question = self._query_many("chunks", vectors, n)
+        return [[(cid, cid.rsplit("::", 1)[0], sim) for cid, sim in rows] for rows in rows_per_question]
 
     def query_papers_many(self, vectors: np.ndarray, n: int) -> list[dict[str, float]]:
         """For each row of ``vectors``: paper_id -> cosine to the paper's (unit) profile vector, top ``n``.
         No metadata: reading it costs more than the query (rag.vectors keeps what scoring needs)."""
-        rows_per_question = self._query_many("papers", vectors, n, ["distances"])
-        return [{pid: sim for pid, _meta, sim in rows} for rows in rows_per_question]
+        return [dict(rows) for rows in self._query_many("papers", vectors, n)]
 
     def paper_profiles(self, paper_ids: Sequence[str]) -> dict[str, tuple[np.ndarray, dict]]:
         """paper_id -> (stored unit profile vector, metadata) for the papers that exist."""
@@ -456,27 +450,27 @@ class ChromaStore:
             for cid, vector in zip(page["ids"], page["embeddings"], strict=True)
         }
 
-    def _query_many(self, which: str, vectors: np.ndarray, n: int, include: list[str]):
+    def _query_many(self, which: str, vectors: np.ndarray, n: int) -> list[list[tuple[str, float]]]:
+        """(id, cosine similarity) of the ``n`` nearest records, for each row of ``vectors``."""
         vectors = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
         if not len(vectors) or not self._open(create=False):
             return [[] for _ in range(len(vectors))]
         collection = self._chunks if which == "chunks" else self._papers
         out = []
-        # Chroma reads the results' metadata with one SQL statement per call: questions x results must stay
-        # under SQLite's 32,766 variables ("too many SQL variables" otherwise).
+        # Chroma reads a call's results with one SQL statement: questions x results must stay under
+        # SQLite's 32,766 variables ("too many SQL variables" otherwise).
         step = max(1, min(_QUERY_BATCH, _QUERY_ROWS // max(1, n)))
         for start in range(0, len(vectors), step):
             result = self._call(
                 "search the index", collection.query, query_embeddings=vectors[start : start + step],
-                n_results=max(1, n), include=include,
+                n_results=max(1, n), include=["distances"],
             )
-            metas = result.get("metadatas") or [[{}] * len(ids) for ids in result["ids"]]
-            for ids, row_metas, distances in zip(result["ids"], metas, result["distances"], strict=True):
-                out.append([(i, m or {}, 1.0 - float(d)) for i, m, d in zip(ids, row_metas, distances, strict=True)])
+            for ids, distances in zip(result["ids"], result["distances"], strict=True):
+                out.append([(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)])
         return out
 
     def query_papers(self, vector: np.ndarray, n: int) -> dict[str, float]:
-        """paper_id -> cosine similarity of the question to the paper's mean chunk vector."""
+        """paper_id -> cosine similarity of the question to the paper's stored (profile) vector."""
         if not self._open(create=False):
             return {}
         result = self._call(
