@@ -3,9 +3,10 @@
 How a question is scored, and why:
 
 1. Candidates: the papers of the nearest chunks, the papers with the nearest profile vectors, and the
-   BM25 hits of both lexical indexes (``candidates`` from each). Every candidate then gets its *exact*
-   dense score from its stored vectors, read in one batch; giving the papers that one search missed a
-   floor value instead cost 0.018 nDCG@10 on SciFact test (0.7242 vs 0.7425).
+   BM25 hits of both lexical indexes (``candidates`` from each). Nearest neighbours come from a brute
+   force over the vector table (rag/vectors.py) up to ``exact_search_max_chunks``, from Chroma's HNSW
+   above. Every candidate then gets its *exact* dense score from the vector table; giving the papers
+   that one search missed a floor value instead cost 0.018 nDCG@10 on SciFact test (0.7242 vs 0.7425).
 2. Dense: ``chunk_weight * best chunk similarity + q . profile``; the profile (rag/ingest.py) mixes the
    chunks' centroid, the whole text's vector and the title's vector, and a titled paper's chunks are
    embedded with their title. Untitled abstracts keep half best chunk, half centroid.
@@ -114,7 +115,6 @@ class HybridRetriever:
             if self.params.paper_lexical_weight > 0 else None
         )
         self.vectors = VectorTable(lexical.folder.with_name(lexical.folder.name + "@vectors"))
-        self._titles: dict[str, str] | None = None
         self._name_patterns: list[tuple[str, re.Pattern[str]]] = []
         self._generation: int | None = None
 
@@ -163,7 +163,6 @@ class HybridRetriever:
                 self.paper_lexical.build(rows_with_titles(rows, titles), generation, titles=titles)
         if not self.vectors.load(generation):
             self.vectors.build(self.store, generation)
-        self._titles = titles
         self._name_patterns = [(pid, pattern) for pid, title in titles.items() if (pattern := _name_pattern(title))]
         self._generation = generation
 
@@ -171,7 +170,7 @@ class HybridRetriever:
         return self.search_many([question], k)[0]
 
     def search_many(self, questions: Sequence[str], k: int | None = None) -> list[list[Hit]]:
-        """Many questions at once: one embedding call, one Chroma query per side, one read of the results."""
+        """Many questions at once: one embedding call, one nearest-neighbour pass, one read of the results."""
         cleaned = [validate_question(q, self.max_question_chars) for q in questions]
         self.refresh()
         if not cleaned:
@@ -212,7 +211,7 @@ class HybridRetriever:
 
     def search_with_vectors(self, questions: Sequence[str], vectors: np.ndarray, k: int) -> list[list[Hit]]:
         """Rank papers for each question given its vector; batched so that a question costs little more
-        than its share of two Chroma queries and a few reads."""
+        than its share of one nearest-neighbour pass and two reads."""
         if self.reranker is None:
             return self._rank(questions, vectors, k)
         ranked = self._rank(questions, vectors, max(k, self.reranker.top))

@@ -26,17 +26,19 @@ FORMAT_VERSION = 1
 class VectorTable:
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
-        self.generation: int | None = None
-        self.paper_rows: dict[str, int] = {}
-        self.chunk_ids: list[str] = []
-        self.starts = np.zeros(1, dtype=np.int64)
-        self.chunks = np.zeros((0, 0), dtype=np.float32)
-        self.profiles = np.zeros((0, 0), dtype=np.float32)
-        self.norms = np.zeros(0, dtype=np.float32)
-        self.chunk_weights = np.zeros(0, dtype=np.float32)
+        empty = {"chunks": np.zeros((0, 0), np.float32), "profiles": np.zeros((0, 0), np.float32),
+                 "norms": np.zeros(0, np.float32), "chunk_weights": np.zeros(0, np.float32),
+                 "starts": np.zeros(1, np.int64)}
+        self._adopt([], [], empty, None)
 
-    def __len__(self) -> int:
-        return len(self.paper_rows)
+    def _adopt(self, paper_ids: list[str], chunk_ids: list[str], arrays: dict[str, np.ndarray], generation) -> None:
+        """Take a built or loaded table, with the lookups every search needs (made once, not per search)."""
+        self.paper_ids, self.chunk_ids, self.generation = paper_ids, chunk_ids, generation
+        self.paper_rows = {pid: i for i, pid in enumerate(paper_ids)}
+        for name, array in arrays.items():
+            setattr(self, name, array)
+        # The paper row of each chunk row, for brute-force nearest chunks.
+        self.owner = np.repeat(np.arange(len(paper_ids)), np.diff(np.asarray(self.starts)))
 
     def build(self, store, generation: int) -> None:
         """Read every vector from the store and save them."""
@@ -64,15 +66,18 @@ class VectorTable:
             chunk_ids.extend(cid for _n, cid, _v in items)
             chunk_rows.extend(v for _n, _cid, v in items)
             starts[i + 1] = starts[i] + len(items)
-        self.paper_rows, self.chunk_ids, self.starts = rows, chunk_ids, starts
-        self.chunks = np.vstack(chunk_rows).astype(np.float32) if chunk_rows else np.zeros((0, dimension), np.float32)
-        self.profiles = np.vstack(profiles).astype(np.float32) if profiles else np.zeros((0, dimension), np.float32)
-        self.norms = np.asarray(norms, dtype=np.float32)
-        self.chunk_weights = np.asarray(weights, dtype=np.float32)
-        self.generation = generation
-        self._save(paper_ids)
+        self._adopt(paper_ids, chunk_ids, {
+            "chunks": np.vstack(chunk_rows).astype(np.float32) if chunk_rows else np.zeros((0, dimension), np.float32),
+            "profiles": np.vstack(profiles).astype(np.float32) if profiles else np.zeros((0, dimension), np.float32),
+            "norms": np.asarray(norms, dtype=np.float32),
+            "chunk_weights": np.asarray(weights, dtype=np.float32),
+            "starts": starts,
+        }, generation)
+        self._save()
 
-    def _save(self, paper_ids: list[str]) -> None:
+    def _save(self) -> None:
+        paper_ids = self.paper_ids
+
         def fill(tmp: Path) -> None:
             for name in ("chunks", "profiles", "norms", "chunk_weights", "starts"):
                 np.save(tmp / f"{name}.npy", getattr(self, name), allow_pickle=False)
@@ -99,11 +104,8 @@ class VectorTable:
         papers = ids["papers"]
         if len(papers) != state["papers"] or len(arrays["starts"]) != len(papers) + 1:
             return False
-        self.paper_rows = {pid: i for i, pid in enumerate(papers)}
-        self.chunk_ids = ids["chunks"]
-        for name, array in arrays.items():
-            setattr(self, name, array.view(np.ndarray))  # still file-backed; skips np.memmap's per-index overhead
-        self.generation = generation
+        # .view(np.ndarray): still file-backed, without np.memmap's per-index overhead.
+        self._adopt(papers, ids["chunks"], {name: array.view(np.ndarray) for name, array in arrays.items()}, generation)
         return True
 
     def score(self, paper_ids: list[str], vector: np.ndarray) -> np.ndarray:
@@ -145,10 +147,7 @@ class VectorTable:
         """For each question vector, the papers of its ``n`` nearest chunks and its ``n`` nearest profiles,
         by exact brute force: one matrix product per block of questions (faster than an HNSW query per
         question up to a few hundred thousand chunks, and exact)."""
-        paper_ids = [""] * len(self.paper_rows)
-        for pid, row in self.paper_rows.items():
-            paper_ids[row] = pid
-        owner = np.repeat(np.arange(len(paper_ids)), np.diff(np.asarray(self.starts)))
+        paper_ids, owner = self.paper_ids, self.owner
         vectors = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
         out: list[set[str]] = []
         # Blocks keep the similarity matrix near 64 MB whatever the corpus size.

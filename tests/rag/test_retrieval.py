@@ -101,8 +101,8 @@ def test_a_fresh_process_reads_titles_from_the_lexical_index_not_every_paper(fak
     hits = fresh.search("what did the MA-RAG authors evaluate on?", 3)
     assert hits[0].title == "MA-RAG"  # the name bonus works from the saved titles
     assert fresh.titles_in("compare MA-RAG with FedSSM") == [
-        next(pid for pid, t in fresh._titles.items() if t == "MA-RAG"),
-        next(pid for pid, t in fresh._titles.items() if t == "FedSSM"),
+        next(pid for pid, t in fresh.lexical.titles.items() if t == "MA-RAG"),
+        next(pid for pid, t in fresh.lexical.titles.items() if t == "FedSSM"),
     ]
 
 
