@@ -37,6 +37,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.processes import free_port  # noqa: F401  (tests import it from here too)
+
 MODES = (
     "stream",  # a normal SSE stream: role chunk, content chunks, finish_reason "stop", [DONE]
     "no_stream",  # a JSON completion even when streaming was asked for
@@ -54,13 +56,6 @@ MODES = (
 
 DEFAULT_REPLY = "Scripted answer about the abstracts [1]."
 DEFAULT_REASONING = "The question asks about the abstracts; source [1] covers it."
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on (for "connection refused" tests)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class ScriptedLLMServer:

@@ -9,7 +9,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -20,6 +19,7 @@ import pytest
 
 from tests.conftest import PROJECT_ROOT
 from tests.fake_llm import ScriptedLLMServer
+from tests.processes import child_env, free_port, stop_process
 
 QUERIES = (
     "state space models for choosing clients in federated learning",
@@ -28,23 +28,10 @@ QUERIES = (
 )
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def clean_env(**extra: str) -> dict[str, str]:
-    """The environment for a child process, without the developer's paperchat, Gradio or OpenAI settings."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PAPERCHAT_", "GRADIO_", "HARDENING_", "OPENAI_BASE_URL", "OPENAI_API_KEY"))}
-    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False",
-                "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
-                "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
-                # The durability scenarios count chunks: one chunk per abstract with the fake embedder.
-                "PAPERCHAT_CHUNK_MAX_TOKENS": "256"})
-    env.update(extra)
-    return env
+    """A clean child environment (tests/processes.py) in which the durability scenarios can count chunks:
+    one chunk per abstract with the fake embedder."""
+    return child_env(**{"PAPERCHAT_CHUNK_MAX_TOKENS": "256", **extra})
 
 
 def start_driver(args: list[str], data_dir: Path, **env: str) -> subprocess.Popen:
@@ -70,16 +57,6 @@ def kill(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         os.kill(proc.pid, signal.SIGKILL)
     proc.wait(10)
-
-
-def stop_process(proc: subprocess.Popen, timeout: float = 20.0) -> None:
-    """SIGTERM, then SIGKILL if it does not go."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            kill(proc)
 
 
 @contextlib.contextmanager

@@ -23,12 +23,11 @@ from tests.hardening.conftest import (
     clean_env,
     cli,
     fake_cli_env,
-    free_port,
     kill,
     run_driver,
     snapshot,
-    stop_process,
 )
+from tests.processes import free_port, stop_process
 
 QUESTION = "state space models for choosing clients in federated learning"
 REPLY = "FedSSM selects clients with state space models, predicting training dynamics ahead of time [1]."

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -16,14 +15,9 @@ from rag.ingest import Ingestor, make_chunker
 from rag.lexical import LexicalIndex
 from rag.retrieval import HybridRetriever
 from store.chroma import ChromaStore
+from tests.processes import free_port
 
 pytestmark = pytest.mark.slow
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

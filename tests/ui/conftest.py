@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import BUNDLED_CORPUS, PROJECT_ROOT
+from tests.processes import child_env as clean_env
 
 XSS_TITLE = "ProbeXSS <b>bold</b> injection"
 XSS_ABSTRACT = (
@@ -63,21 +62,6 @@ def make_services(settings_factory, fake_embedder):
 # --- helpers for the slow tests that start real processes ----------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PAPERCHAT_", "GRADIO_")) and k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY")}
-    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False",
-                "PYTHONUNBUFFERED": "1", "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"})
-    env.update(extra)
-    return env
-
-
 def start_fake_llm(reply: str, *args: str) -> tuple[subprocess.Popen, str]:
     """``python -m tests.fake_llm`` on a free port; returns the process and its base URL."""
     proc = subprocess.Popen(
@@ -111,18 +95,6 @@ def wait_for_app(proc: subprocess.Popen, url: str, log_path: Path, timeout: floa
             pass
         time.sleep(0.5)
     raise AssertionError(f"the app did not come up in {timeout}s:\n{log_path.read_text()[-3000:]}")
-
-
-def stop_process(proc: subprocess.Popen, timeout: float = 20.0) -> int | None:
-    """SIGTERM (the app's clean shutdown), then SIGKILL if it does not go."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-    return proc.returncode
 
 
 def write_extra_corpus(path: Path) -> Path:

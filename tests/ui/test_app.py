@@ -7,7 +7,8 @@ import signal
 
 import pytest
 
-from tests.ui.conftest import clean_env, free_port, start_app, start_fake_llm, stop_process, wait_for_app
+from tests.processes import free_port, stop_process
+from tests.ui.conftest import clean_env, start_app, start_fake_llm, wait_for_app
 
 pytestmark = pytest.mark.slow
 

@@ -13,14 +13,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import BUNDLED_CORPUS, PROJECT_ROOT
+from tests.processes import free_port, stop_process
 from tests.ui.conftest import (
     IMG_PAYLOAD,
     SCRIPT_PAYLOAD,
     clean_env,
-    free_port,
     start_app,
     start_fake_llm,
-    stop_process,
     wait_for_app,
     write_extra_corpus,
 )

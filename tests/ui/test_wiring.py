@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ui.conftest import free_port
+from tests.processes import free_port
 
 QUESTION = "Which papers use state space models for client selection?"
 
