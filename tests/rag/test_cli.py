@@ -105,6 +105,18 @@ def test_user_errors_are_one_line_without_traceback(built_index, tmp_path):
         run(["search", "q"], built_index, env_extra={"PAPERCHAT_EMBEDDING_MODEL": str(tmp_path / "nope")}),
         "does not exist",
     )
+    assert_clean_failure(
+        run(["search", "q"], built_index, env_extra={"PAPERCHAT_EMBEDDING_BACKEND": "fast"}),
+        "PAPERCHAT_EMBEDDING_BACKEND",
+    )
+    # The index holds int8 vectors: searching it with the torch model's would be silently off.
+    assert_clean_failure(
+        run(["search", "q"], built_index, env_extra={"PAPERCHAT_EMBEDDING_BACKEND": "torch"}), "ingest --rebuild"
+    )
+    assert_clean_failure(
+        run(["search", "q"], built_index, env_extra={"PAPERCHAT_RERANKER_MODEL": str(tmp_path / "no-reranker")}),
+        "PAPERCHAT_RERANKER_MODEL",
+    )
     assert_clean_failure(run(["ingest", str(tmp_path / "missing")], built_index), "missing")
     bad_batch = tmp_path / "bad.jsonl"
     bad_batch.write_text('{"question": "ok"}\n{not json\n')
