@@ -37,8 +37,6 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.processes import free_port  # noqa: F401  (tests import it from here too)
-
 MODES = (
     "stream",  # a normal SSE stream: role chunk, content chunks, finish_reason "stop", [DONE]
     "no_stream",  # a JSON completion even when streaming was asked for
@@ -56,6 +54,14 @@ MODES = (
 
 DEFAULT_REPLY = "Scripted answer about the abstracts [1]."
 DEFAULT_REASONING = "The question asks about the abstracts; source [1] covers it."
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on (also for "connection refused" tests). Here, not in
+    tests/processes.py, because this file also runs on its own as a script, outside the tests package."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 class ScriptedLLMServer:

@@ -1,17 +1,12 @@
-"""Helpers for tests that start real processes: a free port, a clean child environment, a clean stop."""
+"""Helpers for tests that start real processes: a free port (defined in tests/fake_llm.py), a clean child
+environment, a clean stop."""
 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on (also for "connection refused" tests)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.fake_llm import free_port  # noqa: F401  (one definition; that file must run standalone)
 
 
 def child_env(**extra: str) -> dict[str, str]:
