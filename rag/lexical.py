@@ -9,6 +9,8 @@ swapped in, so a killed process never leaves half an index behind.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import re
@@ -189,20 +191,34 @@ class LexicalIndex:
 
 def save_folder_atomically(folder: Path, fill: Callable[[Path], None]) -> None:
     """Have ``fill`` write into a temporary folder beside ``folder``, then swap it in: a reader sees the old
-    folder or the new one, never half of one, and a killed writer leaves only a temporary folder."""
+    folder or the new one, never half of one, and a killed writer leaves only a temporary folder.
+
+    Several writers (threads of one app, or instances sharing a data folder) may swap at once: whoever
+    swaps in between our "move the old folder away" and "move ours in" makes the second step fail, so
+    it is tried again; if others keep winning, their complete copy stands and ours is dropped (every
+    copy records the generation it was built at, and a reader checks it).
+    """
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = folder.with_name(f".{folder.name}.{uuid.uuid4().hex}.tmp")
     tmp.mkdir(parents=True)
+    moved_away: list[Path] = []
     try:
         fill(tmp)
-        old = folder.with_name(f".{folder.name}.{uuid.uuid4().hex}.old")
-        if folder.exists():
-            os.replace(folder, old)
-        os.replace(tmp, folder)
-        shutil.rmtree(old, ignore_errors=True)
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        for _attempt in range(5):
+            old = folder.with_name(f".{folder.name}.{uuid.uuid4().hex}.old")
+            with contextlib.suppress(FileNotFoundError):  # another writer moved it away first
+                os.replace(folder, old)
+                moved_away.append(old)
+            try:
+                os.replace(tmp, folder)
+                break
+            except OSError as e:
+                if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # gone already when the swap succeeded
+        for old in moved_away:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def rows_with_titles(rows: Iterable[tuple[str, str, str]], titles: dict[str, str]) -> Iterable[tuple[str, str, str]]:
