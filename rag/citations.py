@@ -161,10 +161,18 @@ _WORD = re.compile(r"\w")
 
 @dataclass(frozen=True)
 class Claim:
-    """A sentence (or list item) of an answer, without its marker text, and the source numbers it cites."""
+    """A sentence (or list item) of an answer, without its marker text, and the source numbers it cites.
+
+    ``start``/``end`` locate the sentence in the answer it was split from and ``marker_spans`` the markers
+    that belong to it (they may follow the sentence, or stand on a line of their own), so that its markers
+    can be rewritten in place; claims built by hand leave them empty.
+    """
 
     text: str
     markers: tuple[int, ...]
+    start: int = -1
+    end: int = -1
+    marker_spans: tuple[tuple[int, int], ...] = ()
 
 
 def split_claims(answer: str) -> list[Claim]:
@@ -175,47 +183,60 @@ def split_claims(answer: str) -> list[Claim]:
     to that sentence; markers on a line or paragraph of their own belong to the claim before them. A
     heading without markers is a label, not a claim, and text with no letters or digits is no claim.
     """
-    claims: list[tuple[str, list[int]]] = []
+    claims: list[list] = []  # [text, numbers, start, end, marker spans]
     pending: list[int] = []  # markers seen before any claim: they go to the first one
-    for block, is_heading in _blocks(answer):
-        for text, numbers in _block_claims(block):
+    pending_spans: list[tuple[int, int]] = []
+    for offset, block, is_heading in _blocks(answer):
+        for text, numbers, (start, end), spans in _block_claims(block, offset):
             if is_heading and not numbers:
                 continue
             if _WORD.search(text):
-                claims.append((text, pending + numbers))
-                pending = []
+                claims.append([text, pending + numbers, start, end, pending_spans + spans])
+                pending, pending_spans = [], []
             elif claims:
                 claims[-1][1].extend(numbers)
+                claims[-1][4].extend(spans)
             else:
                 pending.extend(numbers)
-    return [Claim(text, tuple(dict.fromkeys(numbers))) for text, numbers in claims]
+                pending_spans.extend(spans)
+    return [Claim(text, tuple(dict.fromkeys(numbers)), start, end, tuple(spans))
+            for text, numbers, start, end, spans in claims]
 
 
-def _blocks(answer: str) -> list[tuple[str, bool]]:
-    """Paragraphs, list items and headings; the lines of a wrapped paragraph or item are joined."""
-    blocks: list[tuple[str, bool]] = []
-    current: list[str] | None = None
-    for line in answer.splitlines():
+def _blocks(answer: str) -> list[tuple[int, str, bool]]:
+    """Paragraphs, list items and headings as (offset, text, is heading).
+
+    Each block's text is ``answer[offset:offset + len(text)]`` with its line breaks, bullets, numbering and
+    heading hashes turned into spaces, so that positions in it are positions in the answer.
+    """
+    blocks: list[list] = []  # [offset, text, is heading]
+    continuing = False
+    position = 0
+    for line in answer.split("\n"):
+        line_start, position = position, position + len(line) + 1
         if not line.strip():
-            current = None
+            continuing = False
             continue
         heading = _HEADING.match(line)
         if heading:
-            blocks.append((line[heading.end() :].strip().rstrip("#").strip(), True))
-            current = None
+            body = line[heading.end() :]
+            trailing = len(body) - len(body.rstrip().rstrip("#"))
+            text = " " * heading.end() + body[: len(body) - trailing] + " " * trailing
+            blocks.append([line_start, text, True])
+            continuing = False
             continue
         bullet = _BULLET.match(line)
-        if bullet or current is None:
-            current = [line[bullet.end() :] if bullet else line]
-            blocks.append(("", False))
+        if bullet or not continuing:
+            blocks.append([line_start, " " * bullet.end() + line[bullet.end() :] if bullet else line, False])
+            continuing = True
         else:
-            current.append(line)
-        blocks[-1] = (" ".join(part.strip() for part in current), False)
-    return blocks
+            blocks[-1][1] += " " + line  # the line break between the two lines, as a space
+    return [(offset, text, heading) for offset, text, heading in blocks]
 
 
-def _block_claims(block: str) -> list[tuple[str, list[int]]]:
-    """Sentences of one block with their markers; markers between sentences go to the sentence before."""
+def _block_claims(block: str, offset: int) -> list[tuple[str, list[int], tuple[int, int], list[tuple[int, int]]]]:
+    """Sentences of one block with their markers, spans and marker spans (in the answer's positions);
+    markers between sentences go to the sentence before."""
     markers = find_markers(block)
     masked = block
     if markers:
@@ -227,14 +248,20 @@ def _block_claims(block: str) -> list[tuple[str, list[int]]]:
     # Masked markers are spaces, so a sentence never ends inside one and "improves.[2] Next" splits.
     spans = split_sentences(masked)
     if not spans:
-        return [("", [n for marker in markers for n in marker.numbers])]
+        return [("", [n for marker in markers for n in marker.numbers], (-1, -1),
+                 [(offset + m.start, offset + m.end) for m in markers])]
     numbers: list[list[int]] = [[] for _ in spans]
+    marker_spans: list[list[tuple[int, int]]] = [[] for _ in spans]
     index = 0
     for marker in markers:
         while index + 1 < len(spans) and spans[index + 1][0] <= marker.start:
             index += 1
         numbers[index].extend(marker.numbers)
-    return [(strip_markers(block[s:e]).strip(), found) for (s, e), found in zip(spans, numbers, strict=True)]
+        marker_spans[index].append((offset + marker.start, offset + marker.end))
+    return [
+        (" ".join(strip_markers(block[s:e]).split()), found, (offset + s, offset + e), where)
+        for (s, e), found, where in zip(spans, numbers, marker_spans, strict=True)
+    ]
 
 
 # --- checking claims against abstracts -----------------------------------------------------------------------------

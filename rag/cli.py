@@ -176,7 +176,16 @@ def _print_sources(answer) -> None:
         print("\nNearest papers:" if answer.refused or not answer.citations else "\nAlso consulted (not cited):")
         for h in others:
             print(f"- {h.title}  ({h.source} #{h.ordinal})")
+    flagged = [c for c in answer.claims if not c.supported]
+    if flagged:
+        print("\nUnsupported (no source says this; struck through as ~~...~~ above):")
+        for c in flagged:
+            why = f"names or figures in no source: {', '.join(c.invented)}" if c.invented else "no source supports it"
+            print(f"[unsupported] {c.text}  ({why})")
+    recited = [c for c in answer.claims if c.recited]
     notes = []
+    if recited:
+        notes.append(f"{len(recited)} claim(s) were re-cited to the source that supports them")
     if answer.invalid_markers:
         notes.append(f"{answer.invalid_markers} citation(s) that matched no source were removed")
     if not answer.grounded and not answer.refused:
@@ -192,13 +201,18 @@ def _stream_answer(pipeline, question: str, history=(), k=None):
     from rag.pipeline import FinalEvent, TextEvent
 
     final = None
+    shown: list[str] = []
     for event in pipeline.stream(question, history, k=k):
         if isinstance(event, TextEvent) and event.content:
+            shown.append(event.content)
             sys.stdout.write(event.content)
             sys.stdout.flush()
         elif isinstance(event, FinalEvent):
             final = event.answer
     print()
+    if final is not None and " ".join(final.answer.split()) != " ".join("".join(shown).split()):
+        # The claims were re-cited or flagged after the stream: show the checked text too.
+        print(f"\nChecked answer:\n{final.answer}")
     return final
 
 
@@ -376,7 +390,19 @@ def cmd_eval(args) -> int:
 
             with components:
                 pipeline = components.pipeline
-                metrics = answer_metrics(questions, [pipeline.answer(q.question) for q in questions])
+                answers = []
+                details = open(args.details, "w", encoding="utf-8") if args.details else None  # noqa: SIM115
+                try:
+                    for q in questions:
+                        answers.append(pipeline.answer(q.question, q.history))
+                        if details:
+                            details.write(json.dumps({"id": q.id, "type": q.kind, "gold": q.gold, "facts": q.facts,
+                                                      **answers[-1].to_dict()}, ensure_ascii=False) + "\n")
+                            details.flush()
+                finally:
+                    if details:
+                        details.close()
+                metrics = {"backend": pipeline.backend, **answer_metrics(questions, answers)}
         else:
             results = components.retriever.search_many([q.question for q in questions], 10)
             metrics = dev_metrics(questions, results)
@@ -446,6 +472,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", default="test", help="BEIR qrels split (default: test)")
     p.add_argument("--answers", action="store_true", help="judge answers (fact recall, citations, abstention)")
     p.add_argument("--extractive", action="store_true", help="with --answers: extractive answers")
+    p.add_argument("--details", metavar="FILE", help="with --answers: write every answer as a JSON line to FILE")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval)
     return parser

@@ -183,6 +183,7 @@ class Components:
             temperature=self.settings.llm_temperature,
             min_relevance=self.settings.min_relevance,
             small_model=self.backend_kind() == "embedded",
+            small_model_design=self.settings.embedded_answer,
         )
         return AnswerPipeline(self.retriever, self.embedder, chat_model, config=config)
 

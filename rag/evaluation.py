@@ -28,6 +28,8 @@ class DevQuestion:
     kind: str
     gold: list[tuple[str, int]]
     facts: list[str] = field(default_factory=list)
+    history: list[dict] = field(default_factory=list)  # the conversation before a follow-up question
+    id: str = ""
 
 
 def read_jsonl(path: Path, what: str) -> list[dict]:
@@ -61,7 +63,11 @@ def load_dev(path: Path) -> list[DevQuestion]:
             raise CorpusError(f"{path}: record {number}: no 'question' string")
         gold = [(str(g["file"]), int(g["ordinal"])) for g in row.get("gold") or []]
         facts = [str(f) for f in row.get("facts") or []]
-        out.append(DevQuestion(row["question"], str(row.get("type", "")), gold, facts))
+        history = row.get("history") or []
+        if not isinstance(history, list) or not all(isinstance(m, dict) for m in history):
+            raise CorpusError(f"{path}: record {number}: 'history' must be a list of {{\"role\", \"content\"}} objects")
+        out.append(DevQuestion(row["question"], str(row.get("type", "")), gold, facts, history,
+                               str(row.get("id", number))))
     return out
 
 
@@ -87,34 +93,62 @@ def dev_metrics(questions: Sequence[DevQuestion], results: Sequence[Sequence[Hit
 
 
 def answer_metrics(questions: Sequence[DevQuestion], answers: Sequence) -> dict[str, float]:
-    """Fact recall (detail questions: every fact string in the answer), citation precision (cited papers
-    that are gold, over answerable questions), abstention on unanswerable ones and false refusals."""
+    """How answers do on a dev set, for one answer writer.
+
+    * citation rate: answers to answerable questions (refusals aside) that cite at least one paper;
+    * citation precision: cited papers that are gold, over answerable questions;
+    * fact recall: detail questions whose answer contains every ``facts`` string;
+    * abstention: unanswerable questions refused; false refusals: answerable questions refused;
+    * unsupported-claim rate: claims no source supports, over all claims of all answers;
+    * invented rate: answers that show (not struck through) a name or figure found in no source and not in
+      the question, checked again here on the final text;
+    * seconds per answer.
+    """
+    from rag.attribution import invented_terms, shown_text
+
     facts_hit = facts_n = 0
     cited_ok = cited_n = 0
     abstained = unanswerable = 0
-    false_refusals = answerable = 0
+    false_refusals = answerable = answered = with_citation = 0
+    claims = unsupported = invented = 0
+    seconds = 0.0
     for q, a in zip(questions, answers, strict=True):
+        claims += len(a.claims)
+        unsupported += sum(not c.supported for c in a.claims)
+        known = " ".join([q.question, *(m.get("content", "") for m in q.history),
+                          *(f"{h.title} {h.abstract or h.text}" for h in a.sources)]).lower()
+        known = " ".join(known.split())
+        invented += bool(invented_terms(shown_text(a.answer), known))
+        seconds += a.seconds
         if not q.gold:
             unanswerable += 1
             abstained += bool(a.refused)
             continue
         answerable += 1
         false_refusals += bool(a.refused)
+        answered += not a.refused
+        with_citation += bool(a.citations) and not a.refused
         gold = set(q.gold)
         for c in a.citations:
             cited_n += 1
             cited_ok += (c.source, c.ordinal) in gold
-        if q.kind == "detail" and q.facts:
+        if q.kind in ("detail", "followup") and q.facts:
             facts_n += 1
             text = a.answer.lower()
             facts_hit += all(f.lower() in text for f in q.facts)
+    n = max(len(answers), 1)
     return {
+        "citation_rate": with_citation / answered if answered else float("nan"),
         "fact_recall": facts_hit / facts_n if facts_n else float("nan"),
         "citation_precision": cited_ok / cited_n if cited_n else float("nan"),
         "abstention": abstained / unanswerable if unanswerable else float("nan"),
         "false_refusals": false_refusals / answerable if answerable else float("nan"),
+        "unsupported_claim_rate": unsupported / claims if claims else 0.0,
+        "invented_rate": invented / n,
+        "seconds_per_answer": seconds / n,
         "detail_questions": facts_n,
         "unanswerable_questions": unanswerable,
+        "answers": len(answers),
     }
 
 

@@ -1,15 +1,25 @@
-"""Answers without an LLM: the abstract sentences that best answer the question, each cited.
+"""What the abstracts can answer, and answers without an LLM: the abstract sentences that best answer
+the question, each cited.
 
-Always grounded (every sentence is quoted from the paper it cites) and fast. It abstains when the
-best paper's abstract does not mention what the question asks about: for a question about a paper's
-details, the words that are not the paper's own name must appear in its abstract.
+``ExtractiveAnswerer.plan`` decides, for every answer writer, what the retrieved papers can answer:
+
+* ``not_covered``: no retrieved paper is about what the question asks (a multi-paper question whose
+  topic words no candidate mentions);
+* ``not_stated``: the question asks a detail of a paper that exists, but its abstract does not state it:
+  it never mentions a name the question gives (a benchmark, a model, a baseline), or the question asks
+  for a figure and no sentence gives one for what is asked;
+* ``answer``: the papers that qualify (every one above a relevance bar for "which papers ..."
+  questions) with their best evidence sentences.
+
+``write`` turns an answer plan into text quoted from the abstracts, each sentence cited: always grounded
+and fast.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -17,6 +27,7 @@ from rag.chunking import split_sentences
 from rag.embedding import Embedder
 from rag.lexical import Analyzer, LexicalParams
 from rag.prompts import NOT_COVERED
+from rag.titles import is_generic, looks_coined
 from rag.types import Hit
 
 # Words a question uses to ask, not to say what it is about.
@@ -31,14 +42,61 @@ _MULTI = re.compile(r"\b(which|what|any|are there|list|find)\b.{0,40}\b(papers|w
                     re.IGNORECASE)
 
 
+# A question that asks for a figure: "how many ...", "by how much", "what accuracy ...".
+_ASKS_FIGURE = re.compile(
+    r"\bhow (?:many|much|long|large|big|fast|often)\b|\bby how\b|\bnumber of\b|\bwhat (?:[\w-]+ ){0,3}?(?:accuracy|"
+    r"auroc|auc|score|f1|bleu|rouge|speed-?ups?|throughput|latency|ece|fid|dice|psnr|pesq|error rate|percentage|"
+    r"fraction|bitrate|perplexity|win rate|success rate|learning rate|batch size|hyperparameters?)\b",
+    re.IGNORECASE,
+)
+# Words that make a name descriptive: "SVM-style losses", "Adam-type optimizers", "ImageNet-size models".
+_DESCRIPTIVE_SUFFIX = re.compile(r"-(?:style|like|type|size|sized|scale|based|model|level|class)s?$", re.IGNORECASE)
+# What "how many" counts: the words after it, up to the verb.
+_COUNTED = re.compile(r"\bhow many ((?:[\w-]+ ){0,3}?)(?:did|does|do|is|are|was|were|can|could|has|have|had|will|"
+                      r"would|in|of|on|for|per|used|were)\b", re.IGNORECASE)
+# A figure in an abstract: digits, or a number word.
+_FIGURE = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
+    r"hundreds?|thousands?|millions?|billions?|dozens?|twice|half|double|triple|tenfold|several)\b",
+    re.IGNORECASE,
+)
+# Boilerplate that answers nothing: where the code is, what the paper is.
+_BOILERPLATE = re.compile(r"\b(?:code|data|models?|implementation)s? (?:is|are|will be) (?:publicly )?"
+                          r"(?:available|released)"
+                          r"|https?://|github\.com|\bavailable at\b", re.IGNORECASE)
+_WORD_TOKEN = re.compile(r"[A-Za-z0-9][\w-]*[A-Za-z0-9]|[A-Za-z]")
+
+
 @dataclass(frozen=True)
 class ExtractiveParams:
     sentences_single: int = 3
-    max_papers_multi: int = 4
+    max_papers_multi: int = 10
     multi_relative_score: float = 0.6
-    multi_sure_score: float = 0.85
-    min_focus_coverage: float = 0.5
+    min_focus_coverage: float = 0.3  # share of the question's topic words a listed paper must mention
     lexical_weight: float = 0.5
+    boilerplate_penalty: float = 0.3
+
+
+@dataclass
+class PaperEvidence:
+    """A paper that answers (``index`` into the hits) and its evidence sentences, in the abstract's order."""
+
+    index: int
+    sentences: list[str] = field(default_factory=list)
+
+
+@dataclass
+class AnswerPlan:
+    """What the retrieved papers can answer: ``kind`` is ``answer``, ``not_stated`` or ``not_covered``."""
+
+    kind: str
+    papers: list[PaperEvidence] = field(default_factory=list)
+    multi: bool = False
+    missing: str = ""  # for not_stated: what the abstract does not mention or quantify
+
+    @property
+    def refused(self) -> bool:
+        return self.kind != "answer"
 
 
 def is_multi_paper_question(question: str) -> bool:
@@ -80,40 +138,87 @@ class ExtractiveAnswerer:
 
     def answer(self, question: str, hits: Sequence[Hit]) -> tuple[str, bool]:
         """(answer text citing [n] = hits[n-1], refused)."""
-        if not hits:
+        plan = self.plan(question, hits)
+        if plan.refused:
             return NOT_COVERED, True
+        return self.write(plan, hits), False
+
+    def plan(self, question: str, hits: Sequence[Hit]) -> AnswerPlan:
+        """Which papers answer ``question`` and with which sentences, or why none does (see the module docstring)."""
+        if not hits:
+            return AnswerPlan("not_covered")
         multi = is_multi_paper_question(question)
         chosen = self._choose_papers(question, hits, multi)
-        # A question that names the paper asks for a detail: the rest of its words must be in the abstract.
-        if (
-            not multi
-            and names_paper(question, hits[0])
-            and self.coverage(question, hits[0]) < self.params.min_focus_coverage
-        ):
-            return NOT_COVERED, True
+        if not chosen:
+            return AnswerPlan("not_covered", multi=multi)
+        # "Which papers ..., and how much does it help?" with one paper that qualifies is a question about it.
+        multi = multi and len(chosen) > 1
         question_terms = set(self.analyze(question))
-        per_paper = [self._best_sentences(question, question_terms, hits[i], 1 if multi else
-                                          self.params.sentences_single) for i in chosen]
-        if multi:
-            lines = [f"- {hits[i].title}: {sentences[0]} [{i + 1}]" for i, sentences in zip(chosen, per_paper,
-                                                                                            strict=True) if sentences]
-            return "\n".join(lines), False
-        sentences = per_paper[0]
-        return " ".join(f"{s} [1]" for s in sentences), False
+        papers = [PaperEvidence(i, self._best_sentences(question, question_terms, hits[i],
+                                                        1 if multi else self.params.sentences_single))
+                  for i in chosen]
+        papers = [p for p in papers if p.sentences]
+        if not papers:
+            return AnswerPlan("not_covered", multi=multi)
+        if not multi and not is_multi_paper_question(question):
+            missing = self.unstated(question, hits[papers[0].index])
+            if missing:
+                return AnswerPlan("not_stated", papers[:1], multi=False, missing=missing)
+        return AnswerPlan("answer", papers, multi=multi)
+
+    def write(self, plan: AnswerPlan, hits: Sequence[Hit]) -> str:
+        """The plan's evidence as a cited answer: one line a paper for several papers, else the sentences."""
+        if plan.multi:
+            return "\n".join(f"- {hits[p.index].title}: {p.sentences[0]} [{p.index + 1}]" for p in plan.papers)
+        paper = plan.papers[0]
+        return " ".join(f"{s} [{paper.index + 1}]" for s in paper.sentences)
+
+    # --- does the abstract state what is asked? ---------------------------------------------------------
+
+    def unstated(self, question: str, hit: Hit) -> str:
+        """What the question asks of ``hit`` that its abstract does not state ("" when nothing is missing).
+
+        Two checks, both about the question's form rather than its topic: every name the question gives
+        (a benchmark, a model, a baseline) must occur in the abstract; a question asking for a figure
+        needs a sentence with a figure that is about what is asked.
+        """
+        asks_figure = asks_for_figure(question)
+        if not asks_figure and not names_paper(question, hit):
+            return ""  # a question that describes a paper in its own words asks for no particular detail
+        abstract = hit.abstract or hit.text
+        known = " ".join(f"{hit.title} {abstract}".split()).lower()
+        initials = _initials(abstract)
+        absent = [name for name in question_names(question)
+                  if name.lower() not in known and name.lower().rstrip("s") not in known
+                  and name.lower().rstrip("s") not in initials]
+        if absent:
+            return "never mentions " + _join(absent)
+        if not asks_figure:
+            return ""
+        counted = _COUNTED.search(question)
+        target = set(self.analyze(counted.group(1))) if counted else set()
+        focus = target or self.focus_terms(question, hit)
+        text = abstract
+        for a, b in split_sentences(text):
+            sentence = text[a:b]
+            if _FIGURE.search(_without_names(sentence)) and (not focus or focus & set(self.analyze(sentence))):
+                return ""
+        what = counted.group(1).strip() if counted and counted.group(1).strip() else "what is asked"
+        return f"gives no figure for {what}"
 
     def _choose_papers(self, question: str, hits: Sequence[Hit], multi: bool) -> list[int]:
+        """The papers that answer: the top one for a single-paper question; for "which papers ...", every
+        candidate above the relevance bar (a share of the top score) that mentions what the question asks about
+        (a share of its topic words, and at least half as many as the paper that mentions most)."""
         if not multi:
             return [0]
         top = hits[0].score
-        chosen = [0]
-        for i, h in enumerate(hits[1 : self.params.max_papers_multi], start=1):
-            if h.score < self.params.multi_relative_score * top:
-                continue
-            # Weaker candidates must also mention what the question asks about.
-            sure = h.score >= self.params.multi_sure_score * top
-            if sure or self.coverage(question, h) >= self.params.min_focus_coverage:
-                chosen.append(i)
-        return chosen
+        candidates = [i for i, h in enumerate(hits[: self.params.max_papers_multi])
+                      if h.score >= self.params.multi_relative_score * top]
+        coverage = {i: self.coverage(question, hits[i]) for i in candidates}
+        bar = max(self.params.min_focus_coverage, 0.5 * max(coverage.values(), default=0.0))
+        # The top paper stays even below the bar: the relevance gate already found it close enough.
+        return [i for i in candidates if i == 0 or coverage[i] >= bar]
 
     def focus_terms(self, question: str, hit: Hit) -> set[str]:
         name_terms = set(self.analyze(hit.title)) if len(hit.title.split()) <= 2 else set()
@@ -137,13 +242,15 @@ class ExtractiveAnswerer:
         parts = question_parts(question) if n > 1 else [question]
         vectors = self.embedder.embed([*parts, *sentences])
         sentence_terms = [set(self.analyze(s)) for s in sentences]
+        boilerplate = np.array([bool(_BOILERPLATE.search(s)) for s in sentences], dtype=np.float32)
         chosen: list[int] = []
         # One best sentence per part of a compound question ("which X ..., and how many Y ..."), then the rest.
         part_scores = []
         for index, part in enumerate(parts):
             terms = set(self.analyze(part))
             overlap = np.array([len(terms & st) / max(len(terms), 1) for st in sentence_terms])
-            part_scores.append(vectors[len(parts):] @ vectors[index] + self.params.lexical_weight * overlap)
+            part_scores.append(vectors[len(parts):] @ vectors[index] + self.params.lexical_weight * overlap
+                               - self.params.boilerplate_penalty * boilerplate)
         for scores in part_scores[1:] if len(parts) > 1 else []:
             best = int(np.argmax(scores))
             if best not in chosen:
@@ -155,3 +262,61 @@ class ExtractiveAnswerer:
             if i not in chosen:
                 chosen.append(i)
         return [sentences[i] for i in sorted(chosen[:max(n, len(parts) - 1)])]  # keep the abstract's order
+
+
+# --- names in questions -----------------------------------------------------------------------------------------
+
+
+def asks_for_figure(question: str) -> bool:
+    """Does the question (or one of its parts) ask for a figure near its start ("how many ...", "what accuracy ...")?"""
+    for part in question_parts(question):
+        match = _ASKS_FIGURE.search(part)
+        if match and len(part[: match.start()].split()) <= 6:
+            return True
+    return False
+
+
+def question_names(question: str) -> list[str]:
+    """The names a question gives: coined names and acronyms (GPT-4o, MMLU, BraTS, KDD) and capitalised words
+    inside the sentence (Heisenberg, Llama); not field acronyms (LLM, RL) and not the first word."""
+    names: list[str] = []
+    for number, match in enumerate(_WORD_TOKEN.finditer(question)):
+        token = _DESCRIPTIVE_SUFFIX.sub("", match.group(0))
+        if is_generic(token) or len(token) < 2:
+            continue
+        letters = [ch for ch in token if ch.isalpha()]
+        acronym = len(letters) >= 2 and sum(ch.isupper() for ch in letters) >= 2
+        capitalised = token[0].isupper() and number > 0 and not _after_sentence_end(question, match.start())
+        if looks_coined(token) or acronym or (capitalised and token.lower() not in _QUESTION_OPENERS):
+            names.append(token)
+    return list(dict.fromkeys(names))
+
+
+_QUESTION_OPENERS = frozenset([
+    "i", "i'm", "im", "is", "are", "what", "which", "how", "any", "who", "where", "when", "does", "do", "did", "can",
+])
+
+
+def _after_sentence_end(text: str, start: int) -> bool:
+    before = text[:start].rstrip()
+    return not before or before[-1] in ".?!:\"'("
+
+
+def _initials(text: str) -> set[str]:
+    """Acronyms the text spells out: "graph neural network" -> "gnn" (so a question's acronym matches it)."""
+    words = [w for w in re.findall(r"[A-Za-z]+", text)]
+    out = set()
+    for size in range(2, 6):
+        for i in range(len(words) - size + 1):
+            out.add("".join(w[0] for w in words[i : i + size]).lower())
+    return out
+
+
+def _without_names(sentence: str) -> str:
+    """The sentence without tokens whose digits are part of a name (GPT-4o, Qwen2.5, L2)."""
+    return " ".join(t for t in sentence.split() if not (t[:1].isalpha() and any(c.isdigit() for c in t)))
+
+
+def _join(items: Sequence[str]) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]

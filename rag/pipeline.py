@@ -8,17 +8,19 @@ the UI can show the answer while it is written; ``answer`` is the same, collecte
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from rag.citations import check_claims, citations_from_checks, clean_markers, split_claims
+from rag.attribution import Attributor
+from rag.citations import ClaimCheck, citations_from_checks, clean_markers, split_claims
 from rag.embedding import Embedder
 from rag.errors import LLMError, LLMInterrupted
-from rag.extractive import ExtractiveAnswerer, names_paper
+from rag.extractive import AnswerPlan, ExtractiveAnswerer, is_multi_paper_question, names_paper
 from rag.llm import ChatModel
-from rag.prompts import NOT_COVERED, build_prompt, condense_messages, says_not_covered
+from rag.prompts import NOT_COVERED, build_prompt, condense_messages, says_not_covered, small_model_messages
 from rag.retrieval import HybridRetriever, validate_question
-from rag.types import Answer, Hit
+from rag.types import Answer, Citation, Hit, Paper
 
 _ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4,
              "fifth": 5, "5th": 5}
@@ -62,8 +64,13 @@ class PipelineConfig:
     context_window: int = 4096
     max_tokens: int = 512
     temperature: float = 0.1
-    min_relevance: float = 0.25
+    min_relevance: float = 0.32
     small_model: bool = False
+    # How the embedded tiny model answers: "lead" (cited evidence with a checked one-sentence lead written by
+    # the model), "evidence" (it answers from numbered evidence sentences) or "abstracts" (from whole abstracts).
+    small_model_design: str = "lead"
+    multi_candidates: int = 10  # how deep "which papers ..." questions look for papers that qualify
+    small_model_max_tokens: int = 96  # one or two sentences: a tiny model rambles, and every token costs time
 
 
 @dataclass
@@ -116,6 +123,7 @@ class AnswerPipeline:
         self.chat_model = chat_model
         self.config = config or PipelineConfig()
         self.extractive = extractive or ExtractiveAnswerer(embedder, idf=retriever.lexical.idf)
+        self.attributor = Attributor(embedder)
 
     @property
     def backend(self) -> str:
@@ -173,11 +181,14 @@ class AnswerPipeline:
     # --- answering -----------------------------------------------------------------------------
 
     def stream(self, question: str, history: Sequence[dict] = (), *, k: int | None = None) -> Iterator[Event]:
+        started = time.monotonic()
         # Before anything else: a follow-up goes to the LLM to be condensed before the search checks it.
         validate_question(question, self.retriever.max_question_chars)
         k = k or self.config.top_k
         follow = self.follow_up(question, history)
-        hits = self.retriever.search(follow.query, k)
+        # "Which papers ..." lists every paper above a relevance bar: look deeper than the usual top k.
+        multi = is_multi_paper_question(question)
+        hits = self.retriever.search(follow.query, max(k, self.config.multi_candidates) if multi else k)
         if follow.pinned:
             pinned_hits = self.retriever.hits_for(follow.pinned)
             rest = [h for h in hits if h.paper_id not in follow.pinned]
@@ -186,53 +197,100 @@ class AnswerPipeline:
         yield SourcesEvent(hits, follow.query)
         answer = Answer(question=question, answer="", sources=hits, backend=self.backend, search_query=follow.query)
 
-        if not hits or not self._relevant(question, hits, pinned=bool(follow.pinned)):
+        plan = None
+        if hits and self._relevant(question, hits, pinned=bool(follow.pinned)):
+            plan = self.extractive.plan(follow.query if follow.pinned else question, hits)
+        if plan is None or plan.kind == "not_covered":
             answer.answer = self._not_covered(hits)
             answer.refused = True
             yield TextEvent(content=answer.answer)
-            yield FinalEvent(answer)
+            yield FinalEvent(self._timed(answer, started))
+            return
+        if plan.kind == "not_stated":
+            self._not_stated(answer, plan, hits)
+            yield TextEvent(content=answer.answer)
+            yield FinalEvent(self._timed(answer, started))
             return
 
         if self.chat_model is None:
-            text, refused = self.extractive.answer(follow.query if follow.pinned else question, hits)
-            if refused:
-                text = self._not_covered(hits)
+            text = self.extractive.write(plan, hits)
             yield TextEvent(content=text)
-            yield FinalEvent(self._finish(answer, text, hits, refused=refused))
+            yield FinalEvent(self._timed(self._finish(answer, text, hits, refused=False), started))
+            return
+        if self.config.small_model and self.config.small_model_design != "abstracts":
+            yield from self._small_model_answer(answer, question, plan, hits, started)
             return
 
-        # A tiny model reads slowly and loses track of many sources: give it the best three.
-        prompt_hits = hits[:3] if self.config.small_model else hits
-        plan = build_prompt(
+        # A tiny model reads slowly and loses track of many sources: give it the best three. A list question
+        # gets the papers that qualify, so that it cannot cite one merely because it ranked second.
+        prompt_hits = [hits[p.index] for p in plan.papers] if plan.multi else hits
+        prompt_hits = prompt_hits[:3] if self.config.small_model else prompt_hits
+        plan_ = build_prompt(
             question, prompt_hits, history=[{"role": m["role"], "content": m.get("content", "")} for m in history],
             context_window=self.config.context_window, max_answer_tokens=self.config.max_tokens,
             small_model=self.config.small_model,
         )
-        numbered = {h.paper_id for h in plan.sources}
-        answer.sources = plan.sources + [h for h in hits if h.paper_id not in numbered]
-        markers = MarkerFilter(set(range(1, len(plan.sources) + 1)))
+        numbered = {h.paper_id for h in plan_.sources}
+        answer.sources = plan_.sources + [h for h in hits if h.paper_id not in numbered]
+        text, interrupted = yield from self._written(plan_.messages, len(plan_.sources), answer)
+        answer.interrupted = interrupted
+        final = self._finish(answer, text, plan_.sources, refused=says_not_covered(text))
+        if self.config.small_model and not final.citations and not final.refused:
+            # Nothing the tiny model wrote is supported: the evidence itself is the answer.
+            answer.sources = hits
+            final = self._finish(answer, self.extractive.write(plan, hits), hits, refused=False)
+        if final.refused and not final.citations:
+            final.answer = self._not_covered(hits, lead=text)
+        yield FinalEvent(self._timed(final, started))
+
+    def _written(self, messages, sources: int, answer: Answer, *, show: bool = True, max_tokens: int | None = None):
+        """Stream the chat model's reply (markers to no source dropped as it goes); returns (text, interrupted)."""
+        markers = MarkerFilter(set(range(1, sources + 1)))
         content: list[str] = []
         reasoning: list[str] = []
+        interrupted = False
         try:
-            for delta in self.chat_model.stream(plan.messages, max_tokens=self.config.max_tokens,
+            for delta in self.chat_model.stream(messages, max_tokens=max_tokens or self.config.max_tokens,
                                                 temperature=self.config.temperature):
                 shown = markers.feed(delta.content) if delta.content else ""
                 content.append(delta.content)
                 reasoning.append(delta.reasoning)
-                if shown or delta.reasoning:
+                if show and (shown or delta.reasoning):
                     yield TextEvent(content=shown, reasoning=delta.reasoning)
         except LLMInterrupted:
-            answer.interrupted = True
+            interrupted = True
         tail = markers.flush()
-        if tail:
+        if show and tail:
             yield TextEvent(content=tail)
         answer.reasoning = "".join(reasoning)
         # The final text is cleaned from the raw reply in one piece (the stream was cleaned as it went).
-        text = "".join(content).strip()
-        final = self._finish(answer, text, plan.sources, refused=says_not_covered(text))
-        if final.refused and not final.citations:
-            final.answer = self._not_covered(hits, lead=text)
-        yield FinalEvent(final)
+        return "".join(content).strip(), interrupted
+
+    def _small_model_answer(self, answer: Answer, question: str, plan: AnswerPlan, hits: Sequence[Hit],
+                            started: float) -> Iterator[Event]:
+        """A task a tiny model can do: read a few numbered evidence sentences, not whole abstracts.
+
+        ``evidence``: it answers from the evidence; what no source supports is removed, and if nothing
+        supported is left the evidence itself is the answer. ``lead``: the answer is the cited evidence,
+        and the model writes only a one-sentence lead in front of it, kept only if a source supports it.
+        Nothing is shown before it is checked: the answer is short and arrives whole.
+        """
+        evidence = self.extractive.write(plan, hits)
+        messages = small_model_messages(question, plan, hits)
+        design = self.config.small_model_design
+        written, interrupted = yield from self._written(messages, len(hits), answer, show=False,
+                                                        max_tokens=self.config.small_model_max_tokens)
+        if design == "lead":
+            written = split_claims(written)[0].text if split_claims(written) else ""
+        checked = self.attributor.attribute(written, self._numbered(hits), question=question, drop_unsupported=True)
+        kept = [c for c in checked.claims if c.supported]
+        if design == "lead":
+            text = f"{checked.text}\n\n{evidence}" if kept else evidence
+        else:
+            text = checked.text if kept else evidence
+        answer.interrupted = interrupted and not kept
+        yield TextEvent(content=text)
+        yield FinalEvent(self._timed(self._finish(answer, text, hits, refused=False), started))
 
     def _relevant(self, question: str, hits: Sequence[Hit], *, pinned: bool) -> bool:
         """Is anything retrieved close enough to answer from? A paper named in the question always is."""
@@ -240,22 +298,50 @@ class AnswerPipeline:
             return True
         return max(h.dense_score for h in hits) >= self.config.min_relevance
 
+    def _numbered(self, numbered: Sequence[Hit]) -> dict[int, Paper]:
+        return {i: self._paper(h) for i, h in enumerate(numbered, start=1)}
+
     def _finish(self, answer: Answer, text: str, numbered: Sequence[Hit], *, refused: bool) -> Answer:
+        """Check every claim against every numbered source, re-cite or flag it, and fold the checks into citations."""
         text, removed = clean_markers(text, set(range(1, len(numbered) + 1)))
         answer.invalid_markers += removed
-        answer.answer = text
-        by_number = {i: self._paper(h) for i, h in enumerate(numbered, start=1)}
-        checks = check_claims(split_claims(text), by_number, self.embedder)
-        answer.citations = citations_from_checks(checks, by_number)
-        answer.checks = checks
+        by_number = self._numbered(numbered)
+        checked = self.attributor.attribute(text, by_number, question=answer.question,
+                                            drop_unsupported=self.config.small_model)
+        answer.answer = checked.text
+        answer.checks = checked.checks
+        answer.claims = checked.claims
+        answer.citations = citations_from_checks(checked.checks, by_number)
         answer.grounded = bool(answer.citations)
         answer.refused = refused
         return answer
 
-    @staticmethod
-    def _paper(hit: Hit):
-        from rag.types import Paper
+    def _not_stated(self, answer: Answer, plan: AnswerPlan, hits: Sequence[Hit]) -> None:
+        """The paper exists but its abstract does not state the detail asked: say so and cite the paper."""
+        paper = plan.papers[0]
+        hit = hits[paper.index]
+        number = paper.index + 1
+        answer.answer = (f"The abstract of {hit.title} does not state this [{number}]: it {plan.missing}. "
+                         f"{NOT_COVERED}")
+        abstract = hit.abstract or hit.text
+        evidence = paper.sentences[0] if paper.sentences else ""
+        start = abstract.find(evidence) if evidence else -1
+        answer.citations = [Citation(marker=number, paper_id=hit.paper_id, title=hit.title, source=hit.source,
+                                     ordinal=hit.ordinal, evidence=evidence, support=0.0,
+                                     claim=f"nearest paper; its abstract {plan.missing}", weak=False)]
+        if start >= 0:
+            answer.checks = [ClaimCheck(answer.citations[0].claim, number, hit.paper_id, evidence, start,
+                                        start + len(evidence), 0.0, False)]
+        answer.refused = True
+        answer.not_stated = True
 
+    @staticmethod
+    def _timed(answer: Answer, started: float) -> Answer:
+        answer.seconds = time.monotonic() - started
+        return answer
+
+    @staticmethod
+    def _paper(hit: Hit) -> Paper:
         return Paper(hit.paper_id, hit.title, hit.abstract or hit.text, hit.source, hit.ordinal)
 
     @staticmethod

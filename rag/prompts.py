@@ -32,6 +32,17 @@ SMALL_MODEL_SYSTEM_PROMPT = (
     'source in brackets, for example: "The method was tested on ImageNet [1]."'
 )
 
+# The tiny model's task: a few numbered evidence sentences, one sentence of answer.
+SMALL_MODEL_EVIDENCE_PROMPT = (
+    "Answer the question in one or two short sentences using only the evidence below. End each sentence with "
+    "the number of its evidence in brackets, for example [1]. Do not add names, years or numbers that are not "
+    "in the evidence."
+)
+SMALL_MODEL_EVIDENCE_TEMPLATE = """Evidence:
+{evidence}
+
+Question: {question}"""
+
 USER_TEMPLATE = """<sources>
 {sources}
 </sources>
@@ -147,3 +158,14 @@ def _shorten(text: str, max_tokens: int) -> str:
 def condense_messages(question: str, history: Sequence[dict[str, str]]) -> list[dict[str, str]]:
     lines = [f"{m.get('role', 'user')}: {m.get('content', '')[:600]}" for m in list(history)[-6:]]
     return [{"role": "user", "content": CONDENSE_PROMPT.format(history="\n".join(lines), question=question)}]
+
+
+def small_model_messages(question: str, plan, hits: Sequence[Hit]) -> list[dict[str, str]]:
+    """The tiny model's prompt: each evidence sentence of the plan, numbered as its paper is among the sources."""
+    lines = []
+    for paper in plan.papers:
+        name = sanitize_source_text(hits[paper.index].title)
+        for sentence in paper.sentences:
+            lines.append(f"[{paper.index + 1}] ({name}) {sanitize_source_text(sentence)}")
+    user = SMALL_MODEL_EVIDENCE_TEMPLATE.format(evidence="\n".join(lines), question=question)
+    return [{"role": "system", "content": SMALL_MODEL_EVIDENCE_PROMPT}, {"role": "user", "content": user}]

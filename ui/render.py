@@ -68,7 +68,14 @@ def answer_markdown(answer: Answer) -> str:
     notes = []
     if answer.invalid_markers:
         notes.append(f"{answer.invalid_markers} citation(s) that matched no source were removed")
-    if not answer.grounded and not answer.refused and answer.answer:
+    unsupported = sum(not c.supported for c in answer.claims)
+    if unsupported:
+        verb = "claim that no abstract supports is" if unsupported == 1 else "claims that no abstract supports are"
+        notes.append(f"{unsupported} {verb} struck through")
+    recited = sum(c.recited for c in answer.claims)
+    if recited:
+        notes.append(f"{recited} claim(s) re-cited to the paper that says it")
+    if not answer.grounded and not answer.refused and answer.answer and not unsupported:
         notes.append("not grounded: the answer cites no source, check it against the abstracts")
     if notes:
         parts.append("*Note: " + "; ".join(notes) + ".*")
@@ -153,9 +160,45 @@ def _hit_item(hit: Hit, *, open_: bool = False) -> str:
     )
 
 
+_VERDICT_LABELS = {
+    "supported": ("ok", "supported"),
+    "re-cited": ("ok", "re-cited"),
+    "unsupported": ("bad", "unsupported"),
+    "invented": ("bad", "invented"),
+}
+
+
+def _claim_item(claim) -> str:
+    kind, label = _VERDICT_LABELS[claim.verdict]
+    tip = {
+        "supported": "a cited abstract says this",
+        "re-cited": "the writer cited another paper; this one says it",
+        "unsupported": "no retrieved abstract says this",
+        "invented": "names or figures that are in no abstract: " + ", ".join(claim.invented),
+    }[claim.verdict]
+    badge = f'<span class="pc-badge pc-{kind}" title="{esc(tip)}">{label} {claim.support:.2f}</span>'
+    target = ""
+    if claim.markers:
+        numbers = ", ".join(str(n) for n in claim.markers)
+        target = f' <span class="pc-where">→ [{numbers}] {esc(claim.title)}</span>'
+    elif claim.invented:
+        target = f' <span class="pc-where">in no abstract: {esc(", ".join(claim.invented))}</span>'
+    evidence = ""
+    if claim.evidence:
+        lead = "evidence" if claim.supported else f"nearest sentence ({esc(claim.title)})"
+        evidence = f'<div class="pc-evidence">{lead}: “{esc(claim.evidence)}”</div>'
+    text = esc(claim.text) if claim.supported else f"<s>{esc(claim.text)}</s>"
+    return f'<li class="pc-claim pc-claim-{kind}">{badge} {text}{target}{evidence}</li>'
+
+
 def sources_html(answer: Answer) -> str:
-    """The panel for a finished answer: cited papers, then retrieved-but-uncited ones, then notes."""
+    """The panel for a finished answer: each claim's verdict, cited papers, retrieved-but-uncited ones, notes."""
     parts = ['<div class="pc-sources">']
+    if answer.claims:
+        unsupported = sum(not c.supported for c in answer.claims)
+        summary = f", {unsupported} unsupported" if unsupported else ", all supported"
+        parts.append(f'<div class="pc-head">Claims checked ({len(answer.claims)}{summary})</div>'
+                     f'<ul class="pc-claims pc-verdicts">{"".join(_claim_item(c) for c in answer.claims)}</ul>')
     cited_ids = {c.paper_id for c in answer.citations}
     if answer.citations:
         parts.append(f'<div class="pc-head">Cited papers ({len(answer.citations)})</div>')
@@ -289,6 +332,9 @@ CSS = """
 .pc-badge { font-size: 0.72rem; padding: 0.05rem 0.4rem; border-radius: 999px; white-space: nowrap; }
 .pc-ok { background: #dcfce7; color: #166534; }
 .pc-weak { background: #fef3c7; color: #92400e; }
+.pc-bad { background: #fee2e2; color: #991b1b; }
+.pc-evidence { font-size: 0.8rem; color: var(--body-text-color-subdued); margin: 0.1rem 0 0.2rem; }
+.pc-verdicts { list-style: none; margin-left: 0; }
 .pc-claims { margin: 0.2rem 0 0.4rem 1rem; padding: 0; }
 .pc-claims li { margin: 0.15rem 0; }
 .pc-abstract summary, .pc-hit summary { cursor: pointer; }

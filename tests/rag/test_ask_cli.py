@@ -50,7 +50,10 @@ def test_ask_json_strips_unknown_marker_and_maps_citations(index_dir):
         assert result.returncode == 0, result.stderr
         payload = json.loads(result.stdout)
         assert "[99]" not in payload["answer"] and "99" not in payload["answer"]
-        assert [c["marker"] for c in payload["citations"]] == [1, 2]
+        assert payload["citations"][0]["marker"] == 1
+        # "It is compared with others" says nothing a source can be checked for: flagged, its [2] removed.
+        assert [c["supported"] for c in payload["claims"]] == [True, False]
+        assert [c["marker"] for c in payload["citations"]] == [1]
         assert payload["citations"][0]["title"] == "FedSSM" == payload["sources"][0]["title"]
         assert payload["citations"][0]["ordinal"] == 1 and payload["citations"][0]["evidence"]
         assert payload["grounded"] is True and payload["refused"] is False
@@ -97,9 +100,12 @@ def test_stream_variants_give_an_answer(env, capsys, mode):
     out = capsys.readouterr()
     assert code == 0, out.err
     payload = json.loads(out.out)
-    assert payload["answer"].startswith("FedSSM")
     assert "<think>" not in payload["answer"]
     assert payload["interrupted"] is (mode == "cut")
+    if mode == "cut":  # the cut sentence stays, flagged like any claim no abstract supports
+        assert payload["answer"].startswith("~~FedSSM") and payload["claims"][0]["supported"] is False
+    else:
+        assert payload["answer"] == "FedSSM uses state space models [1]." and payload["claims"][0]["supported"]
     if mode in ("reasoning", "think"):
         assert payload["reasoning"]
 

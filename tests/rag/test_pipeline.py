@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from rag.chunking import split_sentences
 from rag.errors import LLMAuthError
 from rag.llm import OpenAIChatModel
 from rag.pipeline import AnswerPipeline, FinalEvent, MarkerFilter, PipelineConfig, SourcesEvent, TextEvent
@@ -11,6 +12,8 @@ from rag.prompts import NOT_COVERED, build_prompt, says_not_covered
 from rag.types import Hit
 
 QUESTION = "state space models for choosing clients in federated learning"
+# What the top source (FedSSM) says, so that attribution keeps the marker as written.
+SUPPORTED = "FedSSM predicts training dynamics through decision-aware state space models [1]."
 
 
 def make_pipeline(retriever, server=None, **config):
@@ -19,11 +22,16 @@ def make_pipeline(retriever, server=None, **config):
 
 
 def test_invalid_marker_removed_and_sources_sent(fake_index, llm_server):
-    llm_server.reply = "FedSSM predicts training dynamics [1]. Another method [2] and [99] exist."
+    llm_server.reply = (
+        "FedSSM predicts training dynamics through decision-aware state space models [1]. Quantum annealing [2] "
+        "dominates protein folding leaderboards [99]."
+    )
     answer = make_pipeline(fake_index, llm_server).answer(QUESTION)
     assert "[99]" not in answer.answer and "99" not in answer.answer
     assert answer.invalid_markers == 1
-    assert [c.marker for c in answer.citations] == [1, 2]
+    # The second claim is in no abstract: its marker goes, the claim is flagged.
+    assert [c.marker for c in answer.citations] == [1]
+    assert [c.supported for c in answer.claims] == [True, False]
     top = fake_index.search(QUESTION, 5)[0]
     assert answer.citations[0].paper_id == top.paper_id == answer.sources[0].paper_id
     request = llm_server.chat_requests[-1]
@@ -35,12 +43,12 @@ def test_invalid_marker_removed_and_sources_sent(fake_index, llm_server):
 
 
 def test_stream_yields_sources_then_text_then_final(fake_index, llm_server):
-    llm_server.reply = "Streaming answer [1]."
+    llm_server.reply = "FedSSM predicts training dynamics through decision-aware state space models [1]."
     llm_server.chunk_size = 3
     events = list(make_pipeline(fake_index, llm_server).stream(QUESTION))
     assert isinstance(events[0], SourcesEvent) and isinstance(events[-1], FinalEvent)
     text = "".join(e.content for e in events if isinstance(e, TextEvent))
-    assert text == "Streaming answer [1]." == events[-1].answer.answer
+    assert text == llm_server.reply == events[-1].answer.answer
 
 
 def test_answer_without_citation_is_not_grounded(fake_index, llm_server):
@@ -65,9 +73,9 @@ def test_irrelevant_question_is_refused_without_calling_llm(fake_index, llm_serv
 
 def test_reasoning_kept_apart(fake_index, llm_server):
     llm_server.mode = "think"
-    llm_server.reply = "Final answer [1]."
+    llm_server.reply = SUPPORTED
     answer = make_pipeline(fake_index, llm_server).answer(QUESTION)
-    assert "<think>" not in answer.answer and answer.reasoning and answer.answer == "Final answer [1]."
+    assert "<think>" not in answer.answer and answer.reasoning and answer.answer == SUPPORTED
 
 
 def test_interrupted_stream_keeps_partial(fake_index, llm_server):
@@ -160,3 +168,50 @@ def test_says_not_covered(text):
 
 def test_says_not_covered_negative():
     assert not says_not_covered("FedSSM selects clients using state space models [1].")
+
+
+def test_every_claim_is_checked_re_cited_or_flagged(fake_index, llm_server):
+    """A scripted endpoint writes an uncited true claim, a mis-cited claim, a claim with an invented name and
+    an unsupported claim: each is handled, and the markers in the text match the verdicts."""
+    hits = fake_index.search(QUESTION, 5)
+    sentences = [hits[1].abstract[a:b] for a, b in split_sentences(hits[1].abstract)]
+    other = max(sentences, key=len).rstrip(".")  # a sentence of the second source, cited as [1] below
+    llm_server.reply = (
+        "FedSSM predicts training dynamics through decision-aware state space models. "  # true, uncited
+        f"{other} [1]. "  # says what source 2 says, cites source 1
+        "Fed-LangFRA (2025) cuts communication rounds by over 30% [1]. "  # invented name and year
+        "Quantum annealing schedules dominate protein folding leaderboards [1]."  # no source says it
+    )
+    answer = make_pipeline(fake_index, llm_server).answer(QUESTION)
+    verdicts = {c.text.split()[0]: c for c in answer.claims}
+    assert verdicts["FedSSM"].markers == (1,) and verdicts["FedSSM"].supported and verdicts["FedSSM"].cited == ()
+    moved = verdicts[other.split()[0]]
+    assert moved.recited and moved.cited == (1,) and moved.markers == (2,) and moved.paper_id == hits[1].paper_id
+    invented = verdicts["Fed-LangFRA"]
+    assert not invented.supported and "Fed-LangFRA" in invented.invented and "2025" in invented.invented
+    assert not verdicts["Quantum"].supported and verdicts["Quantum"].markers == ()
+    assert "decision-aware state space models [1]." in answer.answer
+    assert f"{other} [2]." in answer.answer
+    assert "~~Fed-LangFRA (2025) cuts communication rounds by over 30%~~ [unsupported]." in answer.answer
+    assert "~~Quantum annealing schedules dominate protein folding leaderboards~~ [unsupported]." in answer.answer
+    assert [c.paper_id for c in answer.citations] == [hits[0].paper_id, hits[1].paper_id]
+    data = answer.to_dict()
+    assert [c["supported"] for c in data["claims"]] == [True, True, False, False]
+    assert data["claims"][2]["verdict"] == "invented"
+
+
+def test_small_model_answer_is_evidence_with_a_checked_lead(fake_index, llm_server):
+    """The tiny model reads numbered evidence sentences; an invented lead is dropped, the evidence stays cited."""
+    llm_server.reply = "Fed-LangFRA (2023) is the best method for this [1]."
+    pipeline = make_pipeline(fake_index, llm_server, small_model=True, small_model_design="lead")
+    answer = pipeline.answer(QUESTION)
+    prompt = llm_server.chat_requests[-1]["json"]["messages"][-1]["content"]
+    assert prompt.startswith("Evidence:\n[1] (") and "<sources>" not in prompt
+    assert "Fed-LangFRA" not in answer.answer and "2023" not in answer.answer
+    assert answer.citations and all(c.supported for c in answer.claims) and not answer.refused
+    assert answer.citations[0].paper_id == fake_index.search(QUESTION, 5)[0].paper_id
+
+    llm_server.reply = "FedSSM predicts training dynamics through decision-aware state space models [1]."
+    kept = pipeline.answer(QUESTION)
+    assert kept.answer.startswith("FedSSM predicts training dynamics through decision-aware state space models [1].")
+    assert len(kept.answer) > len(llm_server.reply)  # the cited evidence follows the lead

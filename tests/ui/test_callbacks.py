@@ -38,21 +38,21 @@ def texts(messages):
 
 
 def test_answer_streams_then_shows_sources(make_services, llm_server):
-    llm_server.reply = "FedSSM selects clients with state space models [1]."
+    llm_server.reply = "FedSSM predicts training dynamics through decision-aware state space models [1]."
     llm_server.chunk_size = 4
     services = make_services(llm_base_url=llm_server.base_url)
     shown, session = run(services, QUESTION)
 
     assert len(shown) > 5  # searching, sources, several pieces of text, final
     assert shown[0][0][-1]["content"].startswith("*Searching")
-    partials = [msgs[-1]["content"] for msgs, _ in shown if "FedSSM selects" in msgs[-1]["content"]]
+    partials = [msgs[-1]["content"] for msgs, _ in shown if "FedSSM predicts" in msgs[-1]["content"]]
     assert any(len(a) < len(b) for a, b in zip(partials, partials[1:], strict=False))  # it grew while streaming
     assert any("Retrieved papers" in panel for _, panel in shown)
 
     final_messages, final_panel = shown[-1]
     assert [m["role"] for m in final_messages] == ["user", "assistant"]
     answer = final_messages[-1]["content"]
-    assert answer.startswith("FedSSM selects clients with state space models [1].")
+    assert answer.startswith("FedSSM predicts training dynamics through decision-aware state space models [1].")
     assert "**Sources**" in answer and "[1] FedSSM — `000_dcbf1b5d2daaeff5.txt #1`" in answer
     assert "Cited papers (1)" in final_panel and "<mark>" in final_panel
     assert "supported" in final_panel or "weak" in final_panel  # per-claim support shown
@@ -62,13 +62,16 @@ def test_answer_streams_then_shows_sources(make_services, llm_server):
     assert session.pending is None and session.panels[1] == final_panel
 
 
-def test_weak_claims_are_marked(make_services, llm_server):
+def test_unsupported_claims_are_struck_and_flagged(make_services, llm_server):
     llm_server.reply = "Qux zork blorp frobnicate wibble [1]."
     services = make_services(llm_base_url=llm_server.base_url)
     shown, _ = run(services, QUESTION)
     messages, panel = shown[-1]
-    assert "weakly supported" in messages[-1]["content"]
-    assert "pc-card-weak" in panel and "pc-claim-weak" in panel
+    assert messages[-1]["content"].startswith("~~Qux zork blorp frobnicate wibble~~ [unsupported].")
+    assert "1 claim that no abstract supports is struck through" in messages[-1]["content"]
+    assert "Claims checked (1, 1 unsupported)" in panel
+    assert "pc-claim-bad" in panel and "<s>Qux zork blorp frobnicate wibble.</s>" in panel
+    assert "Cited papers" not in panel  # the marker pointed at a source that does not say it: no citation
 
 
 def test_corpus_and_model_markup_is_shown_as_text(make_services, llm_server):
@@ -86,10 +89,12 @@ def test_corpus_and_model_markup_is_shown_as_text(make_services, llm_server):
 
 
 def test_follow_up_uses_the_conversation(make_services, llm_server):
-    llm_server.reply = "FedSSM selects clients with state space models [1]."
+    llm_server.reply = "FedSSM predicts training dynamics through decision-aware state space models [1]."
     services = make_services(llm_base_url=llm_server.base_url)
     _, session = run(services, QUESTION)
-    llm_server.reply = "It was evaluated on four multimodal benchmarks [1]."
+    llm_server.reply = (
+        "Experiments on four multimodal benchmarks demonstrate that FedSSM achieves accuracy improvements [1]."
+    )
     shown, session = run(services, "What did the first one evaluate on?", session)
     assert [m["role"] for m in shown[-1][0]] == ["user", "assistant", "user", "assistant"]
     chat = [r for r in llm_server.requests if r["method"] == "POST"][-1]["json"]
@@ -103,7 +108,8 @@ def test_sessions_are_independent(make_services, llm_server):
         return "Answer for " + body["messages"][-1]["content"].rsplit("Question: ", 1)[-1] + " [1]."
 
     llm_server.reply = echo
-    services = make_services(llm_base_url=llm_server.base_url)
+    # The fake embedder's similarities are not the real model's: no relevance gate here.
+    services = make_services(llm_base_url=llm_server.base_url, min_relevance=0.0)
     alice, bob = ChatSession(), ChatSession()
     results = {}
 
@@ -156,9 +162,9 @@ def test_endpoint_down_is_a_readable_message_and_the_next_question_works(make_se
     assert callbacks.SETTINGS_HINT in message  # and how to fix it from the UI
     assert session.history == [] and session.pending is None
 
-    llm_server.reply = "FedSSM selects clients with state space models [1]."
+    llm_server.reply = "FedSSM predicts training dynamics through decision-aware state space models [1]."
     shown, session = run(services, QUESTION, session)
-    assert shown[-1][0][-1]["content"].startswith("FedSSM selects")
+    assert shown[-1][0][-1]["content"].startswith("FedSSM predicts")
     assert [m["role"] for m in session.messages] == ["user", "assistant", "user", "assistant"]
 
 
@@ -197,21 +203,24 @@ def test_timeout_is_reported(make_services, llm_server):
 
 
 def test_interrupted_stream_keeps_the_partial_answer(make_services, llm_server):
-    llm_server.reply = "FedSSM selects clients with state space models and more words to cut [1]."
+    llm_server.reply = (
+        "FedSSM predicts training dynamics through decision-aware state space models and more words to cut [1]."
+    )
     llm_server.mode = "cut"
     llm_server.cut_after = 3
     services = make_services(llm_base_url=llm_server.base_url, llm_retries=0)
     shown, session = run(services, QUESTION)
     message = shown[-1][0][-1]["content"]
-    assert message.startswith("FedSSM selects") and "Interrupted" in message
+    # The cut sentence is kept, flagged like any claim no abstract supports.
+    assert "FedSSM predicts" in message and "Interrupted" in message
     assert "interrupted" in shown[-1][1]
-    assert session.history[-1]["content"].startswith("FedSSM selects")
+    assert "FedSSM predicts" in session.history[-1]["content"]
 
 
 def test_reasoning_is_shown_apart_and_collapsed(make_services, llm_server):
     llm_server.mode = "reasoning"
     llm_server.reasoning = "Source [1] is about <b>client selection</b>."
-    llm_server.reply = "FedSSM selects clients with state space models [1]."
+    llm_server.reply = "FedSSM predicts training dynamics through decision-aware state space models [1]."
     services = make_services(llm_base_url=llm_server.base_url)
     shown, session = run(services, QUESTION)
     messages = shown[-1][0]
@@ -298,10 +307,10 @@ def test_papers_tab_filters_and_escapes(make_services, llm_server):
 
 
 def test_api_chat_returns_the_answer_and_its_sources(make_services, llm_server):
-    llm_server.reply = "FedSSM selects clients with state space models [1]."
+    llm_server.reply = "FedSSM predicts training dynamics through decision-aware state space models [1]."
     services = make_services(llm_base_url=llm_server.base_url)
     text = callbacks.api_chat(services, QUESTION)
-    assert text.startswith("FedSSM selects clients with state space models [1].")
+    assert text.startswith("FedSSM predicts training dynamics through decision-aware state space models [1].")
     assert "\n\nSources:\n[1] FedSSM — 000_dcbf1b5d2daaeff5.txt #1" in text
     with pytest.raises(QueryError):
         callbacks.api_chat(services, "  ")
