@@ -105,6 +105,7 @@ def answer_metrics(questions: Sequence[DevQuestion], answers: Sequence) -> dict[
     * seconds per answer.
     """
     from rag.attribution import invented_terms, shown_text
+    from rag.citations import split_claims
 
     facts_hit = facts_n = 0
     cited_ok = cited_n = 0
@@ -118,7 +119,8 @@ def answer_metrics(questions: Sequence[DevQuestion], answers: Sequence) -> dict[
         known = " ".join([q.question, *(m.get("content", "") for m in q.history),
                           *(f"{h.title} {h.abstract or h.text}" for h in a.sources)]).lower()
         known = " ".join(known.split())
-        invented += bool(invented_terms(shown_text(a.answer), known))
+        stated = " ".join(c.text for c in split_claims(shown_text(a.answer)))  # without list numbering
+        invented += bool(invented_terms(stated, known))
         seconds += a.seconds
         if not q.gold:
             unanswerable += 1

@@ -73,6 +73,7 @@ class ExtractiveParams:
     max_papers_multi: int = 10
     multi_relative_score: float = 0.6
     min_focus_coverage: float = 0.3  # share of the question's topic words a listed paper must mention
+    named_focus_coverage: float = 0.35  # share of them the abstract of a paper the question names must mention
     lexical_weight: float = 0.5
     boilerplate_penalty: float = 0.3
 
@@ -193,6 +194,12 @@ class ExtractiveAnswerer:
                   and name.lower().rstrip("s") not in initials]
         if absent:
             return "never mentions " + _join(absent)
+        if names_paper(question, hit) and self.coverage(question, hit) < self.params.named_focus_coverage:
+            # A question that names the paper asks about its details: most of its other words must be there.
+            present = set(self.analyze(abstract))
+            missing = sorted((t for t in self.focus_terms(question, hit) if t not in present and len(t) > 2),
+                             key=lambda t: -self.idf(t))
+            return "never mentions " + _join(_surface(question, missing[:3], self.analyze))
         if not asks_figure:
             return ""
         counted = _COUNTED.search(question)
@@ -267,8 +274,16 @@ class ExtractiveAnswerer:
 # --- names in questions -----------------------------------------------------------------------------------------
 
 
+_EXISTENCE = re.compile(r"\b(?:is there|are there|has anyone|have any|any (?:work|papers?|research|method))\b",
+                        re.IGNORECASE)
+
+
 def asks_for_figure(question: str) -> bool:
-    """Does the question (or one of its parts) ask for a figure near its start ("how many ...", "what accuracy ...")?"""
+    """Does the question (or one of its parts) ask for a figure near its start ("how many ...", "what accuracy ...")?
+
+    "Is there a method that decides how many ..." asks whether something exists, not for a figure."""
+    if _EXISTENCE.search(question):
+        return False
     for part in question_parts(question):
         match = _ASKS_FIGURE.search(part)
         if match and len(part[: match.start()].split()) <= 6:
@@ -300,6 +315,15 @@ _QUESTION_OPENERS = frozenset([
 def _after_sentence_end(text: str, start: int) -> bool:
     before = text[:start].rstrip()
     return not before or before[-1] in ".?!:\"'("
+
+
+def _surface(question: str, terms: Sequence[str], analyze: Callable[[str], list[str]]) -> list[str]:
+    """The question's own words for analysed ``terms`` ("evalu" -> "evaluated"), in the order given."""
+    words = {}
+    for word in re.findall(r"[\w-]+", question):
+        for term in analyze(word):
+            words.setdefault(term, word)
+    return [words.get(t, t) for t in terms]
 
 
 def _initials(text: str) -> set[str]:

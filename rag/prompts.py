@@ -166,6 +166,6 @@ def small_model_messages(question: str, plan, hits: Sequence[Hit]) -> list[dict[
     for paper in plan.papers:
         name = sanitize_source_text(hits[paper.index].title)
         for sentence in paper.sentences:
-            lines.append(f"[{paper.index + 1}] ({name}) {sanitize_source_text(sentence)}")
+            lines.append(f"[{paper.index + 1}] {name}: {sanitize_source_text(sentence)}")
     user = SMALL_MODEL_EVIDENCE_TEMPLATE.format(evidence="\n".join(lines), question=question)
     return [{"role": "system", "content": SMALL_MODEL_EVIDENCE_PROMPT}, {"role": "user", "content": user}]

@@ -206,7 +206,7 @@ def test_small_model_answer_is_evidence_with_a_checked_lead(fake_index, llm_serv
     pipeline = make_pipeline(fake_index, llm_server, small_model=True, small_model_design="lead")
     answer = pipeline.answer(QUESTION)
     prompt = llm_server.chat_requests[-1]["json"]["messages"][-1]["content"]
-    assert prompt.startswith("Evidence:\n[1] (") and "<sources>" not in prompt
+    assert prompt.startswith("Evidence:\n[1] ") and "<sources>" not in prompt
     assert "Fed-LangFRA" not in answer.answer and "2023" not in answer.answer
     assert answer.citations and all(c.supported for c in answer.claims) and not answer.refused
     assert answer.citations[0].paper_id == fake_index.search(QUESTION, 5)[0].paper_id
