@@ -50,6 +50,8 @@ MODES = (
     "think",  # content "<think>reasoning</think>\n\nreply" in chunks of at most 3 characters
     "keepalive",  # ": keep-alive" comment lines before and between events
     "split",  # each event written in several tiny writes (`split_size` bytes), flushed one by one
+    "ping",  # the role chunk, then a ": ping" comment every `delay` seconds (0.2 s if 0), never an answer or an end
+    "trickle",  # the reply's words, one every `delay` seconds (0.2 s if 0), over and over, never an end
 )
 
 DEFAULT_REPLY = "Scripted answer about the abstracts [1]."
@@ -367,6 +369,9 @@ class _Handler(BaseHTTPRequestHandler):
             if mode == "keepalive":
                 self._write(f": keep-alive{eol}{eol}".encode(), config)
             event(chunk({"role": "assistant", "content": ""}))
+            if mode in ("ping", "trickle"):
+                self._endless(mode, text, delay or 0.2, eol, event, chunk)
+                return
             if mode == "reasoning":
                 thought = config["reasoning"]
                 for i in range(0, len(thought), size):
@@ -403,6 +408,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._write_raw(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+
+    def _endless(self, mode: str, text: str, delay: float, eol: str, event, chunk) -> None:
+        """Keep the stream open until the server closes or the client leaves: comments, or words one by one."""
+        words = text.split() or ["word"]
+        sent = 0
+        while not self.scripted._closing.wait(delay):
+            if mode == "ping":
+                self._write_chunk(f": ping{eol}{eol}".encode())
+            else:
+                event(chunk({"content": words[sent % len(words)] + " "}))
+                sent += 1
+        self.close_connection = True
 
     # --- writing -------------------------------------------------------------------------------
 
