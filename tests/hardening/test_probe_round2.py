@@ -80,3 +80,59 @@ def test_an_endless_answer_is_capped_in_size():
         within(15, lambda: model.complete(MESSAGES))
     assert len(caught.value.partial) == model.max_answer_chars
     assert "PAPERCHAT_LLM_MAX_TOKENS" in str(caught.value)
+
+
+# --- 2. quadratic citation cleanup --------------------------------------------------------------------------------
+
+
+class CountingPattern:
+    """Stands in for a compiled regex and adds up how many characters each call is given to scan."""
+
+    def __init__(self, pattern) -> None:
+        self.pattern = pattern
+        self.scanned = 0
+
+    def __getattr__(self, name):
+        method = getattr(self.pattern, name)
+
+        def counted(string, pos=0, *args):
+            self.scanned += len(string) - pos
+            return method(string, pos, *args)
+
+        return counted
+
+
+def test_nested_markers_are_cleaned_in_one_pass(monkeypatch):
+    import rag.citations as citations
+
+    depth = 4000
+    text = "Intro " + "[" * depth + "99" + "]99" * (depth - 1) + "] end."  # [[[...[99]99]99]
+    counting = CountingPattern(citations.MARKER)
+    monkeypatch.setattr(citations, "MARKER", counting)
+    cleaned, removed = citations.clean_markers(text, {1, 2})
+    assert (cleaned, removed) == ("Intro end.", depth)
+    assert counting.scanned <= 10 * len(text)  # linear; one pass per nesting level scanned ~depth x the text
+
+
+def test_the_marker_filter_holds_back_a_bounded_amount_of_an_endless_marker():
+    from rag.pipeline import MarkerFilter
+
+    markers = MarkerFilter({1})
+    shown = [markers.feed("Answer [1")]
+    for _ in range(20_000):
+        shown.append(markers.feed(",1"))
+        assert len(markers.buffer) <= MarkerFilter.MAX_HELD
+    shown.append(markers.flush())
+    assert "".join(shown) == "Answer [1" + ",1" * 20_000
+
+
+def test_streamed_markers_are_cleaned_as_before():
+    from rag.pipeline import MarkerFilter
+
+    text = "Both work [1, 9]. See [9] and [2]; also [[9]1].\nStart [9]."
+    for size in (1, 2, 3, 7, 100):
+        markers = MarkerFilter({1, 2})
+        out = "".join(markers.feed(text[i : i + size]) for i in range(0, len(text), size)) + markers.flush()
+        # A space already shown before a dropped marker stays (the final answer is cleaned in one piece).
+        assert " ".join(out.replace(" .", ".").split()) == "Both work [1]. See and [2]; also [1]. Start."
+        assert markers.removed == 4
