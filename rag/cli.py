@@ -306,7 +306,7 @@ def cmd_doctor(args) -> int:
             try:
                 model = components.chat_model
                 assert isinstance(model, OpenAIChatModel)
-                where = "embedded llama.cpp server" if kind == "embedded" else f"endpoint {settings.llm_base_url}"
+                where = "embedded llama.cpp server" if kind == "embedded" else f"endpoint {model.label_url}"
                 models = model.list_models()
                 line("answers", f"{where}: reachable, models: {', '.join(models[:8]) or 'none listed'}")
                 started = time.monotonic()

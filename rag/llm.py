@@ -14,6 +14,7 @@ kept out of every message, ``repr`` and log line, even when a server echoes it b
 
 from __future__ import annotations
 
+import base64
 import codecs
 import contextlib
 import email.utils
@@ -27,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NoReturn, Protocol, runtime_checkable
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -42,6 +43,7 @@ from rag.errors import (
     LLMTimeout,
     LLMUnavailable,
 )
+from rag.redact import redact_secrets, redact_url, url_credentials
 from rag.sse import SSEEvent, SSEParser
 
 _log = logging.getLogger(__name__)
@@ -251,11 +253,22 @@ class OpenAIChatModel:
         self._client: httpx.Client | None = None
         self._client_lock = threading.Lock()
         self._resolved_model: str | None = None
-        self._shown_url = _display_url(self.base_url)
+        self._shown_url = redact_url(self.base_url)
+        # Credentials in the URL are sent as a header, never as part of the URL (httpx would turn them into
+        # an Authorization header that replaces the API key's).
+        self._request_url = self._shown_url
+        credentials = url_credentials(self.base_url)
+        self._basic = _Secret(":".join(credentials)) if credentials else None
 
     @property
     def _api_key(self) -> str | None:
         return self._secret.value if self._secret is not None else None
+
+    @property
+    def _secrets(self) -> list[str | None]:
+        """Everything never to show: the API key, and the URL's password."""
+        password = self._basic.value.partition(":")[2] if self._basic is not None else None
+        return [self._api_key, password]
 
     @property
     def answer_deadline(self) -> float:
@@ -301,6 +314,11 @@ class OpenAIChatModel:
             return f"{self.label_prefix}: {model}"  # an embedded server's port means nothing to the user
         return f"{self.label_prefix}: {model} @ {self._shown_url}"
 
+    @property
+    def label_url(self) -> str:
+        """The endpoint URL as shown: without ``user:password@``."""
+        return self._shown_url
+
     def __repr__(self) -> str:
         key = "'***'" if self._api_key else "None"
         return f"OpenAIChatModel(base_url={self._shown_url!r}, model={self.model!r}, api_key={key})"
@@ -332,16 +350,24 @@ class OpenAIChatModel:
             return self._client
 
     def _headers(self) -> dict[str, str]:
+        """The API key as ``Authorization: Bearer``, what OpenAI-compatible servers read. The URL's
+        ``user:password`` goes in ``Authorization: Basic`` when there is no key; with a key too, in
+        ``Proxy-Authorization: Basic`` (one header cannot carry both; a proxy asking for a login reads that)."""
         headers = {"Accept": "text/event-stream, application/json"}
+        basic = f"Basic {base64.b64encode(self._basic.value.encode()).decode()}" if self._basic else None
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
+            if basic:
+                headers["Proxy-Authorization"] = basic
+        elif basic:
+            headers["Authorization"] = basic
         return headers
 
     # --- models --------------------------------------------------------------------------------
 
     def list_models(self) -> list[str]:
         """The model ids the server lists at ``GET {base_url}/models``."""
-        url = f"{self.base_url}/models"
+        url = f"{self._request_url}/models"
         attempt = 0
         while True:
             try:
@@ -359,7 +385,7 @@ class OpenAIChatModel:
         except (httpx.HTTPError, httpx.InvalidURL) as e:
             raise self._odd_http_error(e) from e
         if response.status_code >= 400:
-            detail = _error_detail(response.content, self._api_key)
+            detail = _error_detail(response.content, self._secrets)
             if response.status_code == 404:
                 self._fail(
                     LLMUnavailable,
@@ -459,7 +485,7 @@ class OpenAIChatModel:
         return attempt + 1
 
     def _chat_once(self, body: dict[str, Any], attempt: int, state: _StreamState) -> Iterator[Delta]:
-        url = f"{self.base_url}/chat/completions"
+        url = f"{self._request_url}/chat/completions"
         remaining = state.deadline - time.monotonic()
         if remaining <= 0:
             raise self._deadline_error(state)
@@ -516,7 +542,7 @@ class OpenAIChatModel:
 
     def _handle_error_status(self, response: httpx.Response, raw: bytes, body: dict[str, Any], attempt: int) -> None:
         status = response.status_code
-        detail = _error_detail(raw, self._api_key)
+        detail = _error_detail(raw, self._secrets)
         lowered = detail.lower()
         if status in (400, 422) and body["stream"] and "stream" in lowered:
             raise _StreamRefusedError()
@@ -597,7 +623,7 @@ class OpenAIChatModel:
         if isinstance(payload, dict) and "error" in payload and "choices" not in payload:
             self._fail(
                 LLMServerError,
-                f"the LLM endpoint at {self._shown_url} reported an error: {_error_text(payload, self._api_key)}. "
+                f"the LLM endpoint at {self._shown_url} reported an error: {_error_text(payload, self._secrets)}. "
                 "Check the server's log",
             )
         try:
@@ -683,7 +709,7 @@ class OpenAIChatModel:
         if not isinstance(chunk, dict):
             self._fail(LLMProtocolError, self._wrong_shape_message("a stream chunk that is not a JSON object"))
         if "error" in chunk and not chunk.get("choices"):
-            said = _error_text(chunk, self._api_key)
+            said = _error_text(chunk, self._secrets)
             if state.yielded:
                 raise self._interrupted(state, f"the server reported an error mid-stream: {said}")
             self._fail(
@@ -781,9 +807,7 @@ class OpenAIChatModel:
     # --- messages ------------------------------------------------------------------------------
 
     def _redact(self, text: str) -> str:
-        if self._api_key:
-            text = text.replace(self._api_key, "***")
-        return text
+        return redact_secrets(text, self._secrets)
 
     def _error(self, cls: type[LLMError], message: str) -> LLMError:
         return cls(self._redact(_one_line(message, 2000)))
@@ -929,21 +953,6 @@ def retry_after_delay(value: str | None) -> float | None:
     return min(max(seconds, 0.0), MAX_RETRY_AFTER)
 
 
-def _display_url(url: str) -> str:
-    """The URL without any ``user:password@`` in it."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-
-
 def _one_line(text: str, limit: int) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
@@ -958,7 +967,7 @@ def _read_limited(response: httpx.Response) -> bytes:
     return bytes(raw[:_MAX_ERROR_BODY])
 
 
-def _error_text(payload: Any, api_key: str | None) -> str:
+def _error_text(payload: Any, secrets: list[str | None]) -> str:
     """The message inside an OpenAI-style (or similar) error object, as one short redacted line."""
     message: Any = payload
     if isinstance(payload, dict):
@@ -968,22 +977,19 @@ def _error_text(payload: Any, api_key: str | None) -> str:
             message = payload.get("message") or payload.get("detail")
     if not isinstance(message, str):
         message = json.dumps(message, ensure_ascii=False)
-    if api_key:
-        message = message.replace(api_key, "***")
-    return _one_line(message, EXCERPT_CHARS)
+    return _one_line(redact_secrets(message, secrets), EXCERPT_CHARS)
 
 
-def _error_detail(raw: bytes, api_key: str | None) -> str:
+def _error_detail(raw: bytes, secrets: list[str | None]) -> str:
     text = raw.decode("utf-8", errors="replace")
     try:
         payload = json.loads(text)
     except (ValueError, RecursionError):
-        if api_key:
-            text = text.replace(api_key, "***")
+        text = redact_secrets(text, secrets)
         if "<html" in text[:500].lower():
             text = re.sub(r"<[^>]*>", " ", text)
         return _one_line(text, EXCERPT_CHARS)
-    return _error_text(payload, api_key)
+    return _error_text(payload, secrets)
 
 
 def _mentions_model(raw: bytes, lowered_detail: str) -> bool:

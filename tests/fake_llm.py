@@ -18,7 +18,8 @@ requests from another thread): ``reply`` (a string or ``callable(request_json) -
 (the thinking text of the "reasoning" and "think" modes), ``models``, ``chunk_size`` (characters per SSE
 chunk), ``delay`` (seconds between chunks), ``mode`` (see ``MODES``), ``status_code`` / ``retry_after`` /
 ``fail_times`` / ``error_message`` (for "status"), ``strict_model`` (404 for a model not in ``models``),
-``api_key`` (require this Bearer token, else 401 echoing the token received, as some servers do),
+``api_key`` (require this Bearer token, else 401 echoing the token received, as some servers do; ``echo``,
+a ``callable(token) -> str``, changes how it is echoed: base64, upper case...),
 ``reasoning_field`` ("reasoning_content" or "reasoning"), ``line_ending`` ("\\n", "\\r\\n" or "\\r"),
 ``cut_after`` (content chunks sent before "cut" drops the connection), ``malformed_after`` (content
 chunks sent before the bad line of "malformed") and ``split_size`` (bytes per write in "split").
@@ -84,6 +85,7 @@ class ScriptedLLMServer:
         error_message: str | None = None,
         strict_model: bool = False,
         api_key: str | None = None,
+        echo: Callable[[str], str] | None = None,
         reasoning_field: str = "reasoning_content",
         line_ending: str = "\n",
         cut_after: int | None = None,
@@ -104,6 +106,7 @@ class ScriptedLLMServer:
         self.error_message = error_message
         self.strict_model = strict_model
         self.api_key = api_key
+        self.echo = echo
         self.reasoning_field = reasoning_field
         self.line_ending = line_ending
         self.cut_after = cut_after
@@ -211,6 +214,7 @@ class ScriptedLLMServer:
                     "error_message",
                     "strict_model",
                     "api_key",
+                    "echo",
                     "reasoning_field",
                     "line_ending",
                     "cut_after",
@@ -294,6 +298,8 @@ class _Handler(BaseHTTPRequestHandler):
             sent = self.headers.get("Authorization", "")
             if sent != f"Bearer {key}":
                 token = sent.removeprefix("Bearer ").strip()
+                if token and config["echo"] is not None:
+                    token = config["echo"](token)
                 message = f"Incorrect API key provided: {token}" if token else "You didn't provide an API key."
                 self._send_error_json(401, message, "invalid_request_error", "invalid_api_key")
                 return None

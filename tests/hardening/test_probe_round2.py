@@ -6,6 +6,9 @@ The sections follow the issue's numbering. Endpoints are real HTTP servers on 12
 
 from __future__ import annotations
 
+import base64
+import json
+import logging
 import threading
 import time
 
@@ -13,7 +16,13 @@ import pytest
 
 from rag.errors import LLMInterrupted, LLMTimeout
 from rag.llm import OpenAIChatModel
+from tests.conftest import BUNDLED_CORPUS, FakeEmbedder
 from tests.fake_llm import ScriptedLLMServer
+from tests.hardening.conftest import cli, fake_cli_env
+
+QUESTION = "state space models for choosing clients in federated learning"
+KEY = "sk-live-TOPSECRET-4242"
+PASSWORD = "pw-Hunter2-SECRET"
 
 MESSAGES = [{"role": "user", "content": "What is new?"}]
 
@@ -136,3 +145,113 @@ def test_streamed_markers_are_cleaned_as_before():
         # A space already shown before a dropped marker stays (the final answer is cleaned in one piece).
         assert " ".join(out.replace(" .", ".").split()) == "Both work [1]. See and [2]; also [1]. Start."
         assert markers.removed == 4
+
+
+# --- 3. credentials in the endpoint URL, and 10. key redaction beyond exact matches ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory):
+    """The first bundled file, with the fake embedder."""
+    root = tmp_path_factory.mktemp("round2")
+    with fake_cli_env(root / "data"):
+        code, _, err = cli("ingest", str(BUNDLED_CORPUS / "000_dcbf1b5d2daaeff5.txt"))
+    assert code == 0, err
+    return root / "data"
+
+
+def services_for(**env):
+    from rag.components import Components
+    from rag.settings import load_settings
+    from ui.callbacks import Services
+
+    components = Components(load_settings())
+    components.__dict__["embedder"] = FakeEmbedder()
+    return Services(components, probe_timeout=2.0)
+
+
+def test_url_credentials_never_show_but_are_still_sent(index_dir, caplog):
+    from ui import callbacks
+    from ui.callbacks import ChatSession
+
+    caplog.set_level(logging.DEBUG)
+    with ScriptedLLMServer(reply="FedSSM selects clients [1].", mode="status", status_code=503,
+                           fail_times=1, error_message="overloaded") as server:
+        url = server.base_url.replace("http://", f"http://bob:{PASSWORD}@")
+        with fake_cli_env(index_dir, PAPERCHAT_LLM_BASE_URL=url, PAPERCHAT_LLM_RETRIES="1"):
+            code, out, err = cli("doctor")
+            services = services_for()
+            try:
+                defaults = services.defaults()
+                status = callbacks.status(services, defaults)
+                state = list(callbacks.respond(services, QUESTION, ChatSession(), defaults))[-1]
+            finally:
+                services.close()
+        sent, plain_url = server.chat_requests[-1], server.base_url
+    shown = [out, err, defaults.base_url, status, json.dumps(state.messages), caplog.text]
+    assert all(PASSWORD not in text and "bob:" not in text for text in shown), shown
+    assert defaults.base_url == plain_url  # the Settings field shows the URL without its login...
+    assert "FedSSM" in state.messages[-1]["content"]  # ...and answering through it still logs in
+    assert sent["headers"]["Authorization"] == "Basic " + base64.b64encode(f"bob:{PASSWORD}".encode()).decode()
+    assert sent["path"] == "/v1/chat/completions"
+
+
+@pytest.mark.slow
+def test_url_credentials_are_not_in_the_page_config(index_dir):
+    from ui.app import build_app
+
+    url = f"http://bob:{PASSWORD}@127.0.0.1:9/v1"
+    with fake_cli_env(index_dir, PAPERCHAT_LLM_BASE_URL=url):
+        services = services_for()
+        try:
+            config = json.dumps(build_app(services).get_config_file(), default=str)
+        finally:
+            services.close()
+    assert "http://127.0.0.1:9/v1" in config
+    assert PASSWORD not in config
+
+
+def test_url_credentials_and_an_api_key_are_both_sent():
+    with ScriptedLLMServer(reply="ok") as server:
+        url = server.base_url.replace("http://", f"http://bob:{PASSWORD}@")
+        with OpenAIChatModel(url, api_key=KEY, model="scripted-model") as model:
+            assert model.complete(MESSAGES)[0] == "ok"
+            assert PASSWORD not in model.label + repr(model)
+        headers = server.chat_requests[-1]["headers"]
+    assert headers["Authorization"] == f"Bearer {KEY}"
+    assert headers["Proxy-Authorization"] == "Basic " + base64.b64encode(f"bob:{PASSWORD}".encode()).decode()
+
+
+ECHOES = {
+    "base64": lambda token: base64.b64encode(f"Bearer {token}".encode()).decode(),
+    "upper case": str.upper,
+    "spaced out": lambda token: " ".join(token),
+    "dotted": lambda token: ".".join(token),
+}
+
+
+@pytest.mark.parametrize("echo", list(ECHOES))
+def test_a_key_echoed_in_disguise_is_redacted_everywhere(index_dir, echo):
+    from ui import callbacks
+    from ui.callbacks import ChatSession
+
+    def hidden(text: str) -> bool:
+        squeezed = "".join(ch for ch in text.lower() if ch.isalnum())
+        return "topsecret" not in squeezed and ECHOES[echo](KEY) not in text
+
+    with ScriptedLLMServer(api_key="the-right-key", echo=ECHOES[echo]) as server, fake_cli_env(
+        index_dir, PAPERCHAT_LLM_BASE_URL=server.base_url, PAPERCHAT_LLM_API_KEY=KEY, PAPERCHAT_LLM_RETRIES="0"
+    ):
+        code, out, err = cli("ask", QUESTION)
+        assert code != 0 and "rejected the API key" in err
+        doctor = cli("doctor")
+        services = services_for()
+        try:
+            defaults = services.defaults()
+            status = callbacks.status(services, defaults)
+            state = list(callbacks.respond(services, QUESTION, ChatSession(), defaults))[-1]
+        finally:
+            services.close()
+    assert "key rejected" in status
+    for text in (out, err, doctor[1], doctor[2], status, json.dumps(state.messages)):
+        assert hidden(text), text
