@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from rag.errors import CorpusError
+from rag.text import clean_input, clean_value
 from rag.titles import derive_title
 from rag.types import Paper
 
@@ -585,7 +586,7 @@ def _add_record(
     if not isinstance(record, dict):
         problems.append(LoadProblem(shown, where, f"not an object (got {_json_type(record)}); skipped"))
         return
-    fields = _lower_keys(record)
+    fields = _lower_keys(clean_value(record))  # valid JSON may still hold lone surrogates ("\ud800")
     metadata = fields.get("metadata")
     extra = _lower_keys(metadata) if isinstance(metadata, dict) else {}
     abstract, reason = _record_text(fields)
@@ -760,7 +761,7 @@ def _make_paper(
         paper_id=paper_id,
         title=title if title_given else derive_title(abstract),
         abstract=abstract,
-        source=source,
+        source=clean_input(source),  # a file name with invalid bytes
         ordinal=ordinal,
         authors=authors,
         urls=urls,

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from rag.errors import ConfigError, LLMAuthError, LLMError, PaperchatError, QueryError
 from rag.pipeline import AnswerPipeline, FinalEvent, PipelineConfig, SourcesEvent, TextEvent
 from rag.redact import redact_url
+from rag.text import clean_input
 from rag.types import Answer, Paper
 from ui import render
 
@@ -262,7 +263,7 @@ def respond(
     The session's ``messages`` (for the Chatbot) and ``panel`` (sources HTML) are what to show. Errors
     become a readable assistant message; the session stays usable for the next question.
     """
-    question = (question or "").strip()
+    question = clean_input(question or "").strip()
     if not question:
         yield session
         return
@@ -476,7 +477,7 @@ def api_chat(services: Services, question: str) -> str:
 
     Raises ``PaperchatError`` (a one-line message) when it cannot answer.
     """
-    question = (question or "").strip()
+    question = clean_input(question or "").strip() if isinstance(question, str) else ""
     if not question:
         raise QueryError("ask a question, e.g. \"Which papers use state-space models for client selection?\"")
     defaults = services.defaults()

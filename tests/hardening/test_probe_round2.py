@@ -160,13 +160,26 @@ def index_dir(tmp_path_factory):
     return root / "data"
 
 
-def services_for(**env):
+class StrictEmbedder(FakeEmbedder):
+    """Refuses text that is not valid Unicode, as the real tokenizer (Rust) does."""
+
+    def count_tokens(self, text: str) -> int:
+        text.encode("utf-8")
+        return super().count_tokens(text)
+
+    def embed(self, texts):
+        for text in texts:
+            text.encode("utf-8")
+        return super().embed(texts)
+
+
+def services_for(embedder=None):
     from rag.components import Components
     from rag.settings import load_settings
     from ui.callbacks import Services
 
     components = Components(load_settings())
-    components.__dict__["embedder"] = FakeEmbedder()
+    components.__dict__["embedder"] = embedder or FakeEmbedder()
     return Services(components, probe_timeout=2.0)
 
 
@@ -255,3 +268,63 @@ def test_a_key_echoed_in_disguise_is_redacted_everywhere(index_dir, echo):
     assert "key rejected" in status
     for text in (out, err, doctor[1], doctor[2], status, json.dumps(state.messages)):
         assert hidden(text), text
+
+
+# --- 5. lone surrogates and invalid bytes ------------------------------------------------------------------------
+
+
+def write_jsonl(path, records) -> None:
+    """One JSON object per line, non-ASCII escaped: lone surrogates stay valid JSON (``"\\ud800"``)."""
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="ascii")
+
+
+def test_lone_surrogates_in_records_and_questions_are_replaced_not_fatal(tmp_path):
+    corpus = tmp_path / "odd.jsonl"
+    write_jsonl(corpus, [
+        {"_id": "bad\ud800id", "title": "Graph neural networks", "text": "Graph neural networks pass messages."},
+        {"_id": "p2", "title": "Surrogate abstract", "text": "Message passing \ud800 over graphs of molecules."},
+        {"_id": "p3", "title": "Plain", "text": "Federated clients choose state space models."},
+    ])
+    with fake_cli_env(tmp_path / "data"):
+        code, out, err = cli("ingest", str(corpus))
+        assert code == 0, err
+        assert "3 added" in out
+        code, out, err = cli("search", "graph \udcff neural")  # what an invalid byte in argv becomes
+        assert code == 0, err
+        assert "Graph neural networks" in out and "\ufffd" not in err
+        code, out, err = cli("search", "--json", "graph neural")
+        assert code == 0, err
+        assert "bad\ufffdid" in json.loads(out)["hits"][0]["paper_id"]
+
+
+def test_a_lone_surrogate_in_the_chat_api_is_answered(index_dir, caplog):
+    from ui import callbacks
+
+    with fake_cli_env(index_dir, PAPERCHAT_LLM="extractive"):
+        services = services_for(StrictEmbedder())
+        try:
+            text = callbacks.api_chat(services, "state space \ud800 models for client selection")
+        finally:
+            services.close()
+    assert "FedSSM" in text or "Nearest papers" in text
+    assert "Traceback" not in caplog.text
+
+
+# --- 7. terminal escapes -----------------------------------------------------------------------------------------
+
+
+def test_terminal_escapes_in_names_ids_and_answers_are_shown_not_obeyed(tmp_path):
+    corpus = tmp_path / "evil\x1b]0;owned\x07.jsonl"
+    write_jsonl(corpus, [{"_id": "id\x1b[2J", "title": "Graph \x9b2J networks \u202etxt.exe",
+                          "text": "Graph neural networks pass messages between nodes."}])
+    with ScriptedLLMServer(reply="Graphs \x1b[2J\x1b]0;pwned\x07 pass messages [1].") as server, fake_cli_env(
+        tmp_path / "data", PAPERCHAT_LLM_BASE_URL=server.base_url
+    ):
+        assert cli("ingest", str(corpus))[0] == 0
+        outputs = [cli("search", "graph neural networks"), cli("ask", "graph neural networks messages")]
+    for code, out, err in outputs:
+        assert code == 0, err
+        for control in ("\x1b", "\x07", "\x9b", "\u202e"):
+            assert control not in out + err
+    assert "\\x1b]0;owned\\x07" in outputs[0][1]  # shown, escaped: the user sees what the name holds
+    assert "\\x1b[2J" in outputs[1][1]
