@@ -328,3 +328,39 @@ def test_terminal_escapes_in_names_ids_and_answers_are_shown_not_obeyed(tmp_path
             assert control not in out + err
     assert "\\x1b]0;owned\\x07" in outputs[0][1]  # shown, escaped: the user sees what the name holds
     assert "\\x1b[2J" in outputs[1][1]
+
+
+# --- 8. Markdown breakouts ---------------------------------------------------------------------------------------
+
+
+def rendered(markdown: str) -> str:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").render(markdown)
+
+
+def test_a_backtick_in_a_file_name_stays_inside_its_code_span():
+    from rag.types import Answer, Citation
+    from ui.render import answer_markdown
+
+    citations = [Citation(1, "p1", "First", "odd`name.jsonl", 1, weak=True),
+                 Citation(2, "p2", "Second", "plain.jsonl", 2)]
+    html = rendered(answer_markdown(Answer("q", "Claims [1] and [2].", citations=citations, grounded=True)))
+    assert "<code>odd`name.jsonl #1</code>" in html
+    assert "<code>plain.jsonl #2</code>" in html
+    assert "weakly supported" in html.split("<code>odd`name.jsonl #1</code>")[1].split("<code>")[0]
+
+
+def test_an_unclosed_code_fence_in_an_answer_does_not_swallow_the_note_and_sources():
+    from rag.types import Answer, Citation
+    from ui.render import answer_markdown
+
+    answer = Answer("q", "Use this [1]:\n```python\nprint('hi')", citations=[Citation(1, "p1", "First", "a.jsonl", 1)],
+                    grounded=True, invalid_markers=1)
+    html = rendered(answer_markdown(answer))
+    code_blocks = html.split("<pre>")[1:]
+    assert len(code_blocks) == 1
+    code = code_blocks[0].split("</pre>")[0]
+    assert "print(" in code
+    assert "Note" not in code and "Sources" not in code and "a.jsonl" not in code
+    assert "<strong>Sources</strong>" in html
