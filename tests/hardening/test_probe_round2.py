@@ -364,3 +364,27 @@ def test_an_unclosed_code_fence_in_an_answer_does_not_swallow_the_note_and_sourc
     assert "print(" in code
     assert "Note" not in code and "Sources" not in code and "a.jsonl" not in code
     assert "<strong>Sources</strong>" in html
+
+
+# --- 9. a stalled Chroma server ----------------------------------------------------------------------------------
+
+
+def test_a_stalled_chroma_server_fails_within_the_timeout_with_a_clear_error():
+    """A socket that accepts connections and never answers: what `kill -STOP` on `chroma run` leaves."""
+    import socket
+
+    from rag.errors import StoreUnavailable
+    from store.chroma import ChromaStore
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)  # the kernel accepts; nobody reads or answers
+        port = listener.getsockname()[1]
+        store = ChromaStore(host="127.0.0.1", port=port, timeout=1)
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable) as caught:
+            within(20, store.counts)
+        elapsed = time.monotonic() - started
+    assert elapsed < 8
+    message = str(caught.value)
+    assert "did not answer within 1 s" in message and "PAPERCHAT_CHROMA_TIMEOUT" in message and "\n" not in message
