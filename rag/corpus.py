@@ -176,7 +176,12 @@ def _corpus_files(path: Path) -> Iterator[tuple[Path, LoadProblem | None]]:
 
 
 def _walk(root: Path) -> Iterator[tuple[Path, LoadProblem | None]]:
-    """Depth-first, name-sorted walk that follows links to folders but never enters one twice (no loops)."""
+    """Depth-first, name-sorted walk that follows links to folders but never enters one twice (no loops).
+
+    A symbolic link whose target lies outside ``root`` is skipped without being opened: a corpus folder
+    (perhaps unpacked from someone else's archive) must not pull in files from elsewhere on the machine.
+    """
+    inside = _identity(root)
     visited: set[tuple[int, int]] = set()
     stack: list[Path] = [root]
     found_any = False
@@ -200,6 +205,9 @@ def _walk(root: Path) -> Iterator[tuple[Path, LoadProblem | None]]:
             if entry.name.startswith("."):
                 continue  # .DS_Store, .gitkeep, .git/: never corpus content
             entry_path = folder / entry.name
+            if entry.is_symlink() and _leaves(entry_path, inside):
+                yield entry_path, LoadProblem(str(entry_path), None, _OUTSIDE_LINK)
+                continue
             kind = _entry_kind(entry)
             if kind == "dir":
                 subfolders.append(entry_path)
@@ -216,6 +224,21 @@ def _walk(root: Path) -> Iterator[tuple[Path, LoadProblem | None]]:
             root,
             LoadProblem(str(root), None, "no corpus files in this folder; add .txt, .jsonl, .json or .csv files"),
         )
+
+
+_OUTSIDE_LINK = (
+    "symbolic link to a place outside the corpus folder; skipped (copy the file into the folder, "
+    "or pass the link itself as an argument to ingest it)"
+)
+
+
+def _leaves(path: Path, root: Path) -> bool:
+    """Whether a link's target is outside ``root`` (a broken or looping link is reported elsewhere)."""
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return False
+    return not target.is_relative_to(root)
 
 
 def _entry_kind(entry: os.DirEntry) -> str:

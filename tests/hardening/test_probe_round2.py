@@ -388,3 +388,25 @@ def test_a_stalled_chroma_server_fails_within_the_timeout_with_a_clear_error():
     assert elapsed < 8
     message = str(caught.value)
     assert "did not answer within 1 s" in message and "PAPERCHAT_CHROMA_TIMEOUT" in message and "\n" not in message
+
+
+# --- 6. symbolic links out of the corpus folder ------------------------------------------------------------------
+
+
+def test_a_link_out_of_the_corpus_folder_is_skipped_without_reading_its_target(tmp_path):
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    write_jsonl(folder / "good.jsonl", [{"_id": "g1", "title": "Graph networks", "text": "Graphs pass messages."}])
+    outside = tmp_path / "private"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("TOPSECRET first line\n\nroot:x:0:0 private words here.\n", encoding="utf-8")
+    (folder / "secret.txt").symlink_to(outside / "secret.txt")
+    (folder / "elsewhere").symlink_to(outside, target_is_directory=True)
+    (folder / "inner.jsonl").symlink_to(folder / "good.jsonl")  # a link inside the folder is fine (read once)
+    with fake_cli_env(tmp_path / "data"):
+        code, out, err = cli("ingest", str(folder))
+        found = cli("search", "--json", "TOPSECRET private words")[1]
+    assert code == 1 and "1 added" in out
+    assert err.count("outside the corpus folder") == 2
+    assert "TOPSECRET" not in err and "root:x" not in err
+    assert "TOPSECRET" not in json.dumps(json.loads(found)["hits"])
