@@ -51,6 +51,9 @@ ID_KEYS = ("id", "_id")
 VENUE_KEYS = ("venue", "journal-ref", "journal_ref")
 DATE_KEYS = ("update_date", "date", "published")
 COLLECTION_KEYS = ("papers", "records", "data")
+# Longest abstract (or text) accepted, in characters. Abstracts run to 2,000-5,000; a longer "abstract" is a
+# whole paper or a broken record, and would cost minutes of embedding for nothing useful.
+MAX_ABSTRACT_CHARS = 100_000
 
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>\"'{}|\\^`\[\]]+", re.IGNORECASE)
 _URL_HAS_HOST = re.compile(r"(?:https?://|www\.)[^\W_]", re.IGNORECASE)
@@ -382,6 +385,10 @@ def _parse_txt(text: str, path: Path) -> tuple[list[_Located], list[LoadProblem]
     located: list[_Located] = []
     problems: list[LoadProblem] = []
     for line_no, lines in paragraphs:
+        size = sum(len(line) + 1 for line in lines)
+        if size > MAX_ABSTRACT_CHARS:
+            problems.append(LoadProblem(str(path), f"line {line_no}", _too_long("paragraph", size) + "; skipped"))
+            continue
         abstract = _clean_text(" ".join(lines))
         if not any(ch.isalpha() for ch in abstract):
             problems.append(LoadProblem(str(path), f"line {line_no}", "paragraph has no words; skipped"))
@@ -510,9 +517,10 @@ def _load_jsonl(path: Path) -> _FileLoad:
         head = handle.read(SNIFF_BYTES)
         loaded.read = True
         problem = _binary_problem(head, shown)
-        if problem:
+        if problem and not (b"\x00" in head and _has_json_line(head)):
             loaded.problems.append(problem)
             return loaded
+        # A NUL byte beside lines of JSON is one bad line (reported below), not a binary file.
         handle.seek(0)
         for line_no, raw in enumerate(handle, start=1):
             line_offset, offset = offset, offset + len(raw)
@@ -527,6 +535,17 @@ def _load_jsonl(path: Path) -> _FileLoad:
     elif not loaded.located and not loaded.problems:
         loaded.problems.append(LoadProblem(shown, None, "no records found"))
     return loaded
+
+
+def _has_json_line(head: bytes) -> bool:
+    """Whether a complete line at the start of a file is a JSON object (so the file is JSON Lines)."""
+    for line in head.splitlines()[:-1] or head.splitlines():
+        if line.strip() and b"\x00" not in line:
+            try:
+                return isinstance(json.loads(line.decode("utf-8")), dict)
+            except (ValueError, RecursionError):
+                return False
+    return False
 
 
 def _jsonl_record(raw: bytes, line_no: int, offset: int, shown: str, problems: list[LoadProblem]) -> Any:
@@ -645,6 +664,8 @@ def _record_text(fields: dict[str, Any]) -> tuple[str | None, str]:
         return None, "no 'abstract' or 'text' field"
     for key in present:
         value = fields[key]
+        if isinstance(value, str) and len(value) > MAX_ABSTRACT_CHARS:
+            return None, _too_long(key, len(value))
         cleaned = _clean_text(value) if isinstance(value, str) else ""
         if cleaned:
             return cleaned, ""
@@ -814,6 +835,13 @@ def _keep_first(item: _Located, first_place: dict[str, _Located], problems: list
 
 
 # --- small helpers -----------------------------------------------------------------------------
+
+
+def _too_long(what: str, size: int) -> str:
+    return (
+        f"'{what}' is {size:,} characters long; the limit is {MAX_ABSTRACT_CHARS:,} "
+        "(an abstract, not a whole paper): shorten it"
+    )
 
 
 def _clean_text(text: str) -> str:

@@ -410,3 +410,60 @@ def test_a_link_out_of_the_corpus_folder_is_skipped_without_reading_its_target(t
     assert err.count("outside the corpus folder") == 2
     assert "TOPSECRET" not in err and "root:x" not in err
     assert "TOPSECRET" not in json.dumps(json.loads(found)["hits"])
+
+
+# --- 11. limits ----------------------------------------------------------------------------------------------------
+
+
+def test_a_huge_abstract_is_one_clear_problem_and_the_record_beside_it_is_stored(tmp_path):
+    corpus = tmp_path / "big.jsonl"
+    write_jsonl(corpus, [{"_id": "huge", "title": "Huge", "text": "word " * 1_000_000},  # 5 MB
+                         {"_id": "small", "title": "Graph networks", "text": "Graph neural networks pass messages."}])
+    with fake_cli_env(tmp_path / "data"):
+        code, out, err = cli("ingest", str(corpus))
+        stats = json.loads(cli("stats", "--json")[1])
+    assert code == 1 and "1 added" in out and stats["papers"] == 1
+    problem = [line for line in err.splitlines() if "line 1" in line]
+    assert len(problem) == 1 and "5,000,000 characters long; the limit is 100,000" in problem[0]
+
+
+def test_a_nul_byte_early_in_a_jsonl_file_rejects_that_line_only(tmp_path):
+    corpus = tmp_path / "nul.jsonl"
+    good = [json.dumps({"_id": f"p{i}", "title": f"Paper {i}", "text": f"Graph networks number {i} pass messages."})
+            for i in range(3)]
+    corpus.write_bytes(("\n".join([good[0], '{"_id": "bad", "text": "x\x00y"}', *good[1:]]) + "\n").encode())
+    with fake_cli_env(tmp_path / "data"):
+        code, out, err = cli("ingest", str(corpus))
+    assert code == 1 and "3 added" in out
+    assert "line 2: contains NUL bytes" in err and "binary file" not in err
+
+
+def test_a_read_only_index_can_still_be_searched(tmp_path):
+    """Immutable files (chattr +i) as root, where chmod binds nobody; chmod otherwise."""
+    import os
+    import shutil
+    import subprocess
+
+    data_dir = tmp_path / "data"
+    with fake_cli_env(data_dir):
+        assert cli("ingest", str(BUNDLED_CORPUS / "000_dcbf1b5d2daaeff5.txt"))[0] == 0
+    as_root = os.geteuid() == 0
+    if as_root and (shutil.which("chattr") is None or subprocess.run(
+            ["chattr", "-R", "+i", str(data_dir)], capture_output=True).returncode != 0):
+        pytest.skip("running as root on a file system without the immutable flag: nothing makes it read-only")
+    paths = [data_dir, *data_dir.rglob("*")]
+    if not as_root:
+        for path in paths:
+            path.chmod(path.stat().st_mode & ~0o222)
+    try:
+        with fake_cli_env(data_dir):
+            code, out, err = cli("search", QUESTION)
+    finally:
+        if as_root:
+            subprocess.run(["chattr", "-R", "-i", str(data_dir)], check=True)
+        else:
+            for path in paths:
+                path.chmod(path.stat().st_mode | 0o200)
+    assert code == 0, err
+    assert out.startswith("1. FedSSM")
+    assert "Traceback" not in err
