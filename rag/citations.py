@@ -94,6 +94,14 @@ def clean_markers(text: str, valid: Collection[int]) -> tuple[str, int]:
     removed = 0
     pos = 0
     while pos < len(text):
+        if not opens:  # nothing can be a marker before the next "[": copy up to it in one piece
+            following = text.find("[", pos)
+            if following == -1:
+                out.append(text[pos:])
+                break
+            if following > pos:
+                out.append(text[pos:following])
+            pos = following
         token = _MARKER_TOKEN.match(text, pos)
         piece, pos = token.group(0), token.end()
         if piece == "[":
