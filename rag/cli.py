@@ -19,6 +19,7 @@ from rag.settings import load_settings
 from rag.text import clean_input, json_line_safe, terminal_safe
 
 EXIT_REJECTED = 1  # ingest stored what it could but rejected some input
+MAX_LISTED = 10  # paper ids named in a report line, at most
 
 
 def _err(message: str) -> None:
@@ -50,7 +51,7 @@ def run_ingest(components, paths: Sequence[str], *, rebuild: bool = False, quiet
     settings = components.settings
     targets = [Path(p) for p in paths] or [settings.corpus_dir]
     started = time.monotonic()
-    result = load_corpus(targets)
+    result = load_corpus(targets, namespace_under=settings.corpus_dir)
     rejected = [p for p in result.problems if not p.kept]
     for problem in result.problems:
         _err(f"{'warning' if problem.kept else 'skipped'} {problem}")
@@ -60,7 +61,8 @@ def run_ingest(components, paths: Sequence[str], *, rebuild: bool = False, quiet
             "(supported: .txt one abstract per paragraph, .jsonl/.json, .csv)"
         )
     # Only a file read without rejections is complete: papers missing from it were really removed.
-    complete = {f.name for f in result.files} - {Path(p.path).name for p in rejected}
+    rejected_files = {Path(p.path) for p in rejected}
+    complete = {result.labels[f] for f in result.files if f not in rejected_files}
     with ingest_lock(settings.data_dir):
         if rebuild:
             components.store.reset()
@@ -69,6 +71,10 @@ def run_ingest(components, paths: Sequence[str], *, rebuild: bool = False, quiet
     if not quiet:
         _print(f"ingested {len(result.papers)} papers from {len(result.files)} files in {elapsed:.1f}s: "
               f"{report.summary()}")
+        if report.updated_ids:
+            shown = ", ".join(report.updated_ids[:MAX_LISTED])
+            more = f" and {len(report.updated_ids) - MAX_LISTED} more" if len(report.updated_ids) > MAX_LISTED else ""
+            _print(f"updated (changed in the same file since the last ingest): {shown}{more}")
     if rejected:
         _err(f"{len(rejected)} problem(s) above: those records were not stored; fix them and run again")
         return EXIT_REJECTED
@@ -371,9 +377,14 @@ def cmd_eval(args) -> int:
         retriever = components.retriever
         retriever.refresh()
 
+        # Stored ids are namespaced by their file ("corpus.jsonl#doc1"); the qrels name the documents' own ids.
+        from rag.corpus import file_label
+
+        prefix = file_label(Path(args.beir) / "corpus.jsonl", components.settings.corpus_dir) + "#"
+
         def search(texts: list[str]) -> list[list[str]]:
             results = retriever.search_many(texts, 100)
-            return [[h.paper_id for h in hits] for hits in results]
+            return [[h.paper_id.removeprefix(prefix) for h in hits] for hits in results]
 
         metrics = beir_metrics(queries, qrels, search)
     else:

@@ -21,7 +21,7 @@ import os
 import re
 import stat
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -35,6 +35,7 @@ __all__ = [
     "LoadProblem",
     "LoadResult",
     "extract_urls",
+    "file_label",
     "load_corpus",
     "load_file",
 ]
@@ -87,6 +88,7 @@ class LoadResult:
     papers: list[Paper] = field(default_factory=list)
     problems: list[LoadProblem] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+    labels: dict[Path, str] = field(default_factory=dict)  # file -> the prefix of its papers' ids (namespaced)
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,7 @@ class _Located:
     paper: Paper
     path: str
     location: str
+    local_id: str | None = None  # the id within its file, when ``paper.paper_id`` is namespaced
 
 
 @dataclass
@@ -110,8 +113,12 @@ class _FileLoad:
 # --- public API --------------------------------------------------------------------------------
 
 
-def load_corpus(paths: Sequence[str | Path]) -> LoadResult:
+def load_corpus(paths: Sequence[str | Path], *, namespace_under: Path | None = None) -> LoadResult:
     """Load every corpus file under ``paths`` (files and folders, recursively, in sorted order).
+
+    With ``namespace_under`` (the corpus folder), every paper id is prefixed with its file's label
+    (``file_label``) and ``#``: ``corpus.jsonl#doc1``, ``x/papers.jsonl#3``. Two files then never share an
+    id, whatever ids their records carry; ``result.labels`` maps each file read to its label.
 
     Raises ``CorpusError`` only when a given path does not exist; all else is reported as problems.
     """
@@ -135,6 +142,10 @@ def load_corpus(paths: Sequence[str | Path]) -> LoadResult:
                 continue  # given twice (a file and its folder, or two links): read once
             seen_files.add(key)
             loaded = _load_located(file_path)
+            if namespace_under is not None:
+                label = file_label(file_path, namespace_under)
+                result.labels[file_path] = label
+                loaded.located = [_namespaced(item, file_path, label) for item in loaded.located]
             if loaded.read:
                 result.files.append(file_path)
             result.problems.extend(loaded.problems)
@@ -142,6 +153,26 @@ def load_corpus(paths: Sequence[str | Path]) -> LoadResult:
                 if _keep_first(item, first_place, result.problems):
                     result.papers.append(item.paper)
     return result
+
+
+def file_label(path: Path, corpus_dir: Path) -> str:
+    """How a file is named in paper ids: its path relative to the corpus folder when it lies inside it
+    (``000_x.txt``), else relative to the working folder (``x/papers.jsonl``), else absolute. Resolved, so
+    the same file gets the same label however it was reached, and two files never get the same one."""
+    resolved = _identity(path)
+    for base in (corpus_dir, Path.cwd()):
+        root = _identity(base)
+        if resolved.is_relative_to(root):
+            return resolved.relative_to(root).as_posix()
+    return resolved.as_posix()
+
+
+def _namespaced(item: _Located, path: Path, label: str) -> _Located:
+    """The paper with its id prefixed by its file's label (an id derived from the position keeps its number)."""
+    paper = item.paper
+    derived = f"{path.name}#{paper.ordinal}"
+    local = str(paper.ordinal) if paper.paper_id == derived else paper.paper_id
+    return _Located(replace(paper, paper_id=f"{label}#{local}"), item.path, item.location, local)
 
 
 def load_file(path: Path) -> tuple[list[Paper], list[LoadProblem]]:
@@ -827,7 +858,8 @@ def _keep_first(item: _Located, first_place: dict[str, _Located], problems: list
         LoadProblem(
             item.path,
             item.location,
-            f"duplicate id {_short(item.paper.paper_id, 80)!r} (first at {earlier.path}: {earlier.location}); "
+            f"duplicate id {_short(item.local_id or item.paper.paper_id, 80)!r} "
+            f"(first at {earlier.path}: {earlier.location}); "
             f"kept the first, skipped this one{hint}",
         )
     )

@@ -11,6 +11,7 @@ import json
 import logging
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -467,3 +468,35 @@ def test_a_read_only_index_can_still_be_searched(tmp_path):
     assert code == 0, err
     assert out.startswith("1. FedSSM")
     assert "Traceback" not in err
+
+
+# --- 4. one corpus silently replacing another ----------------------------------------------------------------------
+
+
+def test_two_files_with_the_same_name_and_ids_never_collide_and_updates_are_reported(tmp_path):
+    def corpus(folder: str, topic: str, ids=("a", "b", "c"), changed: str = "") -> str:
+        path = tmp_path / folder / "papers.jsonl"
+        path.parent.mkdir(exist_ok=True)
+        write_jsonl(path, [{"_id": i, "title": f"{topic} {i}", "text": f"{topic} study {i} {changed}".strip() + "."}
+                           for i in ids])
+        return str(path)
+
+    x, y = corpus("x", "Graph networks"), corpus("y", "Heart sounds")  # BEIR: every corpus is corpus.jsonl
+    with fake_cli_env(tmp_path / "data"):
+        assert "3 added, 0 updated, 0 unchanged, 0 removed" in cli("ingest", x)[1]
+        code, out, err = cli("ingest", y)
+        assert code == 0 and "3 added, 0 updated, 0 unchanged, 0 removed" in out, err
+        assert json.loads(cli("stats", "--json")[1])["papers"] == 6
+
+        corpus("x", "Graph networks", changed="revised")  # the same ids, new text, in the same file
+        code, out, err = cli("ingest", x)
+        assert code == 0 and "0 added, 3 updated, 0 unchanged, 0 removed" in out, err
+        assert "updated (changed in the same file since the last ingest): " in out
+        assert f"{Path(x).resolve().as_posix()}#a" in out
+
+        corpus("x", "Graph networks", ids=("a", "b"), changed="revised")  # c left x: removed from x only
+        code, out, err = cli("ingest", x)
+        assert code == 0 and "0 added, 0 updated, 2 unchanged, 1 removed" in out, err
+        hits = json.loads(cli("search", "--json", "--k", "10", "Heart sounds study")[1])["hits"]
+    ids = {hit["paper_id"] for hit in hits}
+    assert {f"{Path(y).resolve().as_posix()}#{i}" for i in "abc"} <= ids
