@@ -644,12 +644,11 @@ class OpenAIChatModel:
         state.done = True
         state.chunks += 1
         if thought:
-            state.yielded = True
-            yield Delta(reasoning=thought)
+            yield self._emit(state, "", thought)
         if text:
-            state.yielded = True
-            state.content.append(text)
-            yield Delta(content=text)
+            yield self._emit(state, text, "")
+        if state.cut is not None:
+            raise self._cut_error(state)
 
     def _read_events(self, response: httpx.Response, state: _StreamState) -> Iterator[Delta]:
         parser = SSEParser()
@@ -675,6 +674,8 @@ class OpenAIChatModel:
         content, reasoning = state.splitter.flush()
         if content or reasoning:
             yield self._emit(state, content, reasoning)
+        if state.cut is not None:
+            raise self._cut_error(state)  # the cap was reached in the reply's last piece
         if state.complete:
             return
         if state.yielded or state.chunks:

@@ -83,8 +83,9 @@ def test_a_stream_that_goes_silent_after_part_of_the_answer_ends_at_the_deadline
     assert elapsed < model.answer_deadline + 0.6
 
 
-def test_an_endless_answer_is_capped_in_size():
-    with ScriptedLLMServer(reply="x" * 200_000, chunk_size=4000) as server, OpenAIChatModel(
+@pytest.mark.parametrize("mode", ["stream", "no_stream"])
+def test_an_endless_answer_is_capped_in_size(mode):
+    with ScriptedLLMServer(reply="x" * 200_000, chunk_size=4000, mode=mode) as server, OpenAIChatModel(
         server.base_url, model="scripted-model", timeout=10.0, retries=0, max_tokens=512
     ) as model, pytest.raises(LLMInterrupted) as caught:
         within(15, lambda: model.complete(MESSAGES))
