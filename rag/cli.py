@@ -380,11 +380,18 @@ def cmd_eval(args) -> int:
         # Stored ids are namespaced by their file ("corpus.jsonl#doc1"); the qrels name the documents' own ids.
         from rag.corpus import file_label
 
-        prefix = file_label(Path(args.beir) / "corpus.jsonl", components.settings.corpus_dir) + "#"
+        corpus_file = Path(args.beir) / "corpus.jsonl"
+        prefixes = tuple(
+            file_label(corpus_file, components.settings.corpus_dir, folder=folder) + "#"
+            for folder in (None, Path(args.beir))  # ingested by itself, or with its folder
+        )
+
+        def local_id(paper_id: str) -> str:
+            return next((paper_id[len(p) :] for p in prefixes if paper_id.startswith(p)), paper_id)
 
         def search(texts: list[str]) -> list[list[str]]:
             results = retriever.search_many(texts, 100)
-            return [[h.paper_id.removeprefix(prefix) for h in hits] for hits in results]
+            return [[local_id(h.paper_id) for h in hits] for hits in results]
 
         metrics = beir_metrics(queries, qrels, search)
     else:

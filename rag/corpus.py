@@ -143,7 +143,7 @@ def load_corpus(paths: Sequence[str | Path], *, namespace_under: Path | None = N
             seen_files.add(key)
             loaded = _load_located(file_path)
             if namespace_under is not None:
-                label = file_label(file_path, namespace_under)
+                label = file_label(file_path, namespace_under, folder=path if path.is_dir() else None)
                 result.labels[file_path] = label
                 loaded.located = [_namespaced(item, file_path, label) for item in loaded.located]
             if loaded.read:
@@ -155,12 +155,14 @@ def load_corpus(paths: Sequence[str | Path], *, namespace_under: Path | None = N
     return result
 
 
-def file_label(path: Path, corpus_dir: Path) -> str:
+def file_label(path: Path, corpus_dir: Path, *, folder: Path | None = None) -> str:
     """How a file is named in paper ids: its path relative to the corpus folder when it lies inside it
-    (``000_x.txt``), else relative to the working folder (``x/papers.jsonl``), else absolute. Resolved, so
-    the same file gets the same label however it was reached, and two files never get the same one."""
+    (``000_x.txt``), else relative to the folder being ingested when it was found in one (so a new version
+    of a corpus folder updates the papers of the old one), else, for a file given by itself, relative to
+    the working folder (``x/papers.jsonl``), else absolute. Two files given by themselves never share a label."""
     resolved = _identity(path)
-    for base in (corpus_dir, Path.cwd()):
+    bases = (corpus_dir, folder, Path.cwd()) if folder is not None else (corpus_dir, Path.cwd())
+    for base in bases:
         root = _identity(base)
         if resolved.is_relative_to(root):
             return resolved.relative_to(root).as_posix()
