@@ -9,7 +9,7 @@ prints, for each size, the CPU time (``time.process_time``) of
 * ``nested``: ``clean_markers`` on ``[[[...[99]99]99]`` of that size;
 
 and the ratio to the smallest size. Linear cost: the ratio grows like the size (x4, x16). Measured here
-(2 shared cores): after the fix, filter 0.03 / 0.13 / 0.55 s and nested 0.14 / 0.44 / 1.41 s at
+(2 shared cores): after the fix, filter 0.03 / 0.13 / 0.60 s and nested 0.15 / 0.61 / 2.15 s at
 20 / 80 / 320 KB; before it (c821bf2), filter 5.9 / 94 s and nested 0.7 / 16.5 s at 20 / 80 KB (x16 and x23
 for x4 the size: quadratic; 320 KB was not waited for, the probe saw 109 s).
 """

@@ -42,9 +42,15 @@ def url_credentials(url: str) -> tuple[str, str] | None:
 
 
 def redact_secret(text: str, secret: str | None) -> str:
-    """``text`` with every recognisable copy of ``secret`` replaced by ``***``."""
-    if not secret or not text:
+    """``text`` with every recognisable copy of ``secret`` replaced by ``***``.
+
+    A secret under 8 characters (a short URL password) is only matched as it is: its disguised forms would
+    match ordinary words; one under 4 characters is not looked for at all.
+    """
+    if not secret or not text or len(secret) < 4:
         return text
+    if len(secret) < 8:
+        return text.replace(secret, MASK)
     for pattern in _secret_patterns(secret):
         text = pattern.sub(MASK, text)
     return text
