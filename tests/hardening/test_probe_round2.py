@@ -501,3 +501,23 @@ def test_two_files_with_the_same_name_and_ids_never_collide_and_updates_are_repo
         hits = json.loads(cli("search", "--json", "--k", "10", "Heart sounds study")[1])["hits"]
     ids = {hit["paper_id"] for hit in hits}
     assert {f"{Path(y).resolve().as_posix()}#{i}" for i in "abc"} <= ids
+
+
+@pytest.mark.parametrize("given", ["file", "folder"])
+def test_beir_evaluation_compares_the_ids_within_the_corpus_file(tmp_path, given):
+    folder = tmp_path / "tinybeir"
+    (folder / "qrels").mkdir(parents=True)
+    write_jsonl(folder / "corpus.jsonl", [
+        {"_id": "d1", "title": "Graph networks", "text": "Graph neural networks pass messages between nodes."},
+        {"_id": "d2", "title": "Heart sounds", "text": "Phonocardiograms are synthesised from electrocardiograms."},
+    ])
+    write_jsonl(folder / "queries.jsonl", [{"_id": "q1", "text": "graph neural networks messages"}])
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n", encoding="utf-8")
+    with fake_cli_env(tmp_path / "data"):
+        target = folder / "corpus.jsonl" if given == "file" else folder
+        assert cli("ingest", str(target))[0] in (0, 1)  # the folder also holds queries.jsonl: ingested too
+        code, out, err = cli("eval", "--beir", str(folder), "--json")
+    assert code == 0, err
+    # d1 is found under its own id (0 if the file prefix were not stripped); ingesting the whole folder also
+    # stored the query itself as a "paper", which then ranks first.
+    assert json.loads(out)["ndcg@10"] == pytest.approx(1.0 if given == "file" else 0.6309, abs=1e-3)
