@@ -79,39 +79,62 @@ def clean_markers(text: str, valid: Collection[int]) -> tuple[str, int]:
     ``"[1, 99]"`` becomes ``"[1]"``; ``"[99]"`` disappears with the space before it (``"shown [99]."``
     becomes ``"shown."``); kept markers are written as ``"[1, 2, 3]"``. Returns the text and how many
     invalid numbers were removed. Text without markers comes back unchanged.
+
+    Removing a marker can join its neighbours into a new one (``"[[99]1]"`` -> ``"[1]"``). One pass finds
+    those too, in time linear in the text: a marker holds no ``[``, so the only place a new one can start
+    is the last ``[`` written out with nothing but marker characters after it (``opens`` keeps those).
+    Each character is part of at most one completed candidate, so nested input such as ``[[[...[99]99]99]``
+    costs no more than plain text.
     """
+    if MARKER.search(text) is None:
+        return text, 0
     valid = frozenset(valid)
-    removed_total = 0
-    while True:
-        text, removed, markers_removed = _clean_once(text, valid)
-        removed_total += removed
-        # Removing a marker can join its neighbours into a new one ("[[99]1]" -> "[1]"): go again until
-        # a pass removes nothing. Each pass that removes a marker removes a "[", so this ends.
-        if not markers_removed:
-            return text, removed_total
-
-
-def _clean_once(text: str, valid: frozenset[int]) -> tuple[str, int, bool]:
-    out: list[str] = []
-    pos = 0
+    out: list[str] = []  # the cleaned text so far, in pieces
+    opens: list[int] = []  # indexes in ``out`` of "[" pieces followed only by marker characters
     removed = 0
-    markers_found = markers_removed = False
-    for match in MARKER.finditer(text):
-        markers_found = True
-        out.append(text[pos : match.start()])
-        numbers = _numbers(match.group(0))
-        kept = [n for n in numbers if n in valid]
-        removed += len(numbers) - len(kept)
-        pos = match.end()
-        if kept:
-            out.append(_format(kept))
-            continue
-        markers_removed = True
-        pos = _drop_marker(text, pos, out)
-    if not markers_found:
-        return text, 0, False
-    out.append(text[pos:])
-    return "".join(out), removed, markers_removed
+    pos = 0
+    while pos < len(text):
+        if not opens:  # nothing can be a marker before the next "[": copy up to it in one piece
+            following = text.find("[", pos)
+            if following == -1:
+                out.append(text[pos:])
+                break
+            if following > pos:
+                out.append(text[pos:following])
+            pos = following
+        token = _MARKER_TOKEN.match(text, pos)
+        piece, pos = token.group(0), token.end()
+        if piece == "[":
+            opens.append(len(out))
+            out.append(piece)
+        elif piece == "]" and opens:
+            start = opens[-1]
+            candidate = "".join(out[start:]) + "]"
+            if MARKER.fullmatch(candidate) is None:
+                out.append(piece)
+                opens.clear()
+                continue
+            numbers = _numbers(candidate)
+            kept = [n for n in numbers if n in valid]
+            removed += len(numbers) - len(kept)
+            del out[start:]
+            opens.pop()
+            if kept:
+                out.append(_format(kept))
+                opens.clear()  # a "]" was written: nothing before it can still become a marker
+            else:
+                pos = _drop_marker(text, pos, out)
+        else:
+            out.append(piece)
+            if not _MARKER_INSIDE.fullmatch(piece):
+                opens.clear()  # text no marker can hold ("]", a letter, a line break)
+    return "".join(out), removed
+
+
+# A run of characters a marker may hold between its brackets, or of characters it may not, or one bracket.
+_INSIDE = r"[0-9,;\-\u2010-\u2014\u2212]|[^\S\n]"
+_MARKER_INSIDE = re.compile(rf"(?:{_INSIDE})+")
+_MARKER_TOKEN = re.compile(rf"\[|\]|(?:{_INSIDE})+|(?:(?!{_INSIDE})[^\[\]])+")
 
 
 def _drop_marker(text: str, end: int, out: list[str]) -> int:

@@ -16,12 +16,23 @@ from pathlib import Path
 
 from rag.errors import CorpusError, LLMError, PaperchatError, QueryError
 from rag.settings import load_settings
+from rag.text import clean_input, json_line_safe, terminal_safe
 
 EXIT_REJECTED = 1  # ingest stored what it could but rejected some input
+MAX_LISTED = 10  # paper ids named in a report line, at most
 
 
 def _err(message: str) -> None:
-    print(f"paperchat: {message}", file=sys.stderr, flush=True)
+    print(terminal_safe(f"paperchat: {message}"), file=sys.stderr, flush=True)
+
+
+def _print(*parts: object, **kwargs) -> None:
+    """``print`` for text that may hold corpus or model text: control characters are shown, not obeyed."""
+    print(*(terminal_safe(str(part)) for part in parts), **kwargs)
+
+
+def _print_json(line: str, **kwargs) -> None:
+    print(json_line_safe(line), **kwargs)
 
 
 def _components(args):
@@ -40,7 +51,7 @@ def run_ingest(components, paths: Sequence[str], *, rebuild: bool = False, quiet
     settings = components.settings
     targets = [Path(p) for p in paths] or [settings.corpus_dir]
     started = time.monotonic()
-    result = load_corpus(targets)
+    result = load_corpus(targets, namespace_under=settings.corpus_dir)
     rejected = [p for p in result.problems if not p.kept]
     for problem in result.problems:
         _err(f"{'warning' if problem.kept else 'skipped'} {problem}")
@@ -50,15 +61,20 @@ def run_ingest(components, paths: Sequence[str], *, rebuild: bool = False, quiet
             "(supported: .txt one abstract per paragraph, .jsonl/.json, .csv)"
         )
     # Only a file read without rejections is complete: papers missing from it were really removed.
-    complete = {f.name for f in result.files} - {Path(p.path).name for p in rejected}
+    rejected_files = {Path(p.path) for p in rejected}
+    complete = {result.labels[f] for f in result.files if f not in rejected_files}
     with ingest_lock(settings.data_dir):
         if rebuild:
             components.store.reset()
         report = components.ingestor().ingest(result.papers, complete_sources=complete)
     elapsed = time.monotonic() - started
     if not quiet:
-        print(f"ingested {len(result.papers)} papers from {len(result.files)} files in {elapsed:.1f}s: "
+        _print(f"ingested {len(result.papers)} papers from {len(result.files)} files in {elapsed:.1f}s: "
               f"{report.summary()}")
+        if report.updated_ids:
+            shown = ", ".join(report.updated_ids[:MAX_LISTED])
+            more = f" and {len(report.updated_ids) - MAX_LISTED} more" if len(report.updated_ids) > MAX_LISTED else ""
+            _print(f"updated (changed in the same file since the last ingest): {shown}{more}")
     if rejected:
         _err(f"{len(rejected)} problem(s) above: those records were not stored; fix them and run again")
         return EXIT_REJECTED
@@ -89,7 +105,7 @@ def _read_batch(path: str) -> list[dict]:
         question = next((row[key] for key in _QUESTION_KEYS if isinstance(row.get(key), str)), None)
         if question is None:
             raise QueryError(f"{path}: record {number}: no 'question' string (expected {{\"question\": \"...\"}})")
-        row["question"] = question
+        row["question"] = clean_input(question)
     return rows
 
 
@@ -106,17 +122,17 @@ def _batch_line(row: dict, payload: dict) -> str:
 def _question_arg(words: Sequence[str]) -> str:
     """The question from the command line; ``-`` reads it from stdin (for questions longer than argv allows)."""
     if list(words) == ["-"]:
-        return sys.stdin.read()
-    return " ".join(words)
+        return clean_input(sys.stdin.read())
+    return clean_input(" ".join(words))  # an invalid byte in an argument arrives as a lone surrogate
 
 
 def _print_hits(hits) -> None:
     if not hits:
-        print("no matching papers")
+        _print("no matching papers")
     for hit in hits:
-        print(f"{hit.rank}. {hit.title}  [{hit.source} #{hit.ordinal}]  score {hit.score:.3f}")
+        _print(f"{hit.rank}. {hit.title}  [{hit.source} #{hit.ordinal}]  score {hit.score:.3f}")
         excerpt = hit.text if len(hit.text) <= 300 else hit.text[:297] + "..."
-        print(f"   {excerpt}")
+        _print(f"   {excerpt}")
 
 
 def cmd_search(args) -> int:
@@ -127,14 +143,14 @@ def cmd_search(args) -> int:
         rows = _read_batch(args.batch)
         results = retriever.search_many([r["question"] for r in rows], args.k)
         for row, hits in zip(rows, results, strict=True):
-            print(_batch_line(row, {"query": row["question"], "hits": [h.to_dict() for h in hits]}))
+            _print_json(_batch_line(row, {"query": row["question"], "hits": [h.to_dict() for h in hits]}))
         return 0
     if not args.question:
         raise QueryError("give a question, e.g. paperchat search \"state space models for client selection\"")
     question = _question_arg(args.question)
     hits = retriever.search(question, args.k)
     if args.json:
-        print(json.dumps({"query": question, "hits": [h.to_dict() for h in hits]}, ensure_ascii=False))
+        _print_json(json.dumps({"query": question, "hits": [h.to_dict() for h in hits]}, ensure_ascii=False))
     else:
         _print_hits(hits)
     return 0
@@ -145,10 +161,10 @@ def cmd_prompt(args) -> int:
     components = _components(args)
     ensure_index(components)
     retriever = components.retriever
-    print("paperchat search: type a question, empty line or Ctrl-D to quit")
+    _print("paperchat search: type a question, empty line or Ctrl-D to quit")
     while True:
         try:
-            question = input("? ").strip()
+            question = clean_input(input("? ")).strip()
         except EOFError:
             return 0
         if not question:
@@ -165,23 +181,23 @@ def cmd_prompt(args) -> int:
 def _print_sources(answer) -> None:
     cited = {c.paper_id for c in answer.citations}
     if answer.citations:
-        print("\nSources:")
+        _print("\nSources:")
         for c in answer.citations:
             flag = "  (weakly supported)" if c.weak else ""
-            print(f"[{c.marker}] {c.title}  ({c.source} #{c.ordinal})  support {c.support:.2f}{flag}")
+            _print(f"[{c.marker}] {c.title}  ({c.source} #{c.ordinal})  support {c.support:.2f}{flag}")
             if c.evidence:
-                print(f"    evidence: {c.evidence}")
+                _print(f"    evidence: {c.evidence}")
     others = [h for h in answer.sources if h.paper_id not in cited]
     if others:
-        print("\nNearest papers:" if answer.refused or not answer.citations else "\nAlso consulted (not cited):")
+        _print("\nNearest papers:" if answer.refused or not answer.citations else "\nAlso consulted (not cited):")
         for h in others:
-            print(f"- {h.title}  ({h.source} #{h.ordinal})")
+            _print(f"- {h.title}  ({h.source} #{h.ordinal})")
     flagged = [c for c in answer.claims if not c.supported]
     if flagged:
-        print("\nUnsupported (no source says this; struck through as ~~...~~ above):")
+        _print("\nUnsupported (no source says this; struck through as ~~...~~ above):")
         for c in flagged:
             why = f"names or figures in no source: {', '.join(c.invented)}" if c.invented else "no source supports it"
-            print(f"[unsupported] {c.text}  ({why})")
+            _print(f"[unsupported] {c.text}  ({why})")
     recited = [c for c in answer.claims if c.recited]
     notes = []
     if recited:
@@ -193,8 +209,8 @@ def _print_sources(answer) -> None:
     if answer.interrupted:
         notes.append("the answer was interrupted: the endpoint stopped mid-answer")
     for note in notes:
-        print(f"note: {note}")
-    print(f"answered by: {answer.backend}")
+        _print(f"note: {note}")
+    _print(f"answered by: {answer.backend}")
 
 
 def _stream_answer(pipeline, question: str, history=(), k=None):
@@ -205,14 +221,14 @@ def _stream_answer(pipeline, question: str, history=(), k=None):
     for event in pipeline.stream(question, history, k=k):
         if isinstance(event, TextEvent) and event.content:
             shown.append(event.content)
-            sys.stdout.write(event.content)
+            sys.stdout.write(terminal_safe(event.content))
             sys.stdout.flush()
         elif isinstance(event, FinalEvent):
             final = event.answer
-    print()
+    _print()
     if final is not None and " ".join(final.answer.split()) != " ".join("".join(shown).split()):
         # The claims were re-cited or flagged after the stream: show the checked text too.
-        print(f"\nChecked answer:\n{final.answer}")
+        _print(f"\nChecked answer:\n{final.answer}")
     return final
 
 
@@ -234,13 +250,13 @@ def cmd_ask(args) -> int:
                 if not isinstance(history, list) or not all(isinstance(m, dict) for m in history):
                     raise QueryError("'history' must be a list of {\"role\": ..., \"content\": ...} objects")
                 answer = pipeline.answer(row["question"], history, k=args.k)
-                print(_batch_line(row, answer.to_dict()), flush=True)
+                _print_json(_batch_line(row, answer.to_dict()), flush=True)
             return 0
         if not args.question:
             raise QueryError("give a question, e.g. paperchat ask \"what did the MA-RAG authors evaluate on?\"")
         question = _question_arg(args.question)
         if args.json:
-            print(json.dumps(pipeline.answer(question, k=args.k).to_dict(), ensure_ascii=False))
+            _print_json(json.dumps(pipeline.answer(question, k=args.k).to_dict(), ensure_ascii=False))
             return 0
         answer = _stream_answer(pipeline, question, k=args.k)
         _print_sources(answer)
@@ -254,11 +270,11 @@ def cmd_chat(args) -> int:
         ensure_index(components)
         pipeline = components.pipeline
         print_notice(components)
-        print("paperchat: ask about the papers; follow-ups use the conversation. Empty line or Ctrl-D quits.")
+        _print("paperchat: ask about the papers; follow-ups use the conversation. Empty line or Ctrl-D quits.")
         history: list[dict] = []
         while True:
             try:
-                question = input("\nyou> ").strip()
+                question = clean_input(input("\nyou> ")).strip()
             except EOFError:
                 return 0
             if not question:
@@ -283,7 +299,7 @@ def cmd_doctor(args) -> int:
     settings = load_settings(**({"llm": "extractive"} if args.extractive else {}))
 
     def line(name: str, status: str) -> None:
-        print(f"{name:<12} {status}")
+        _print(f"{name:<12} {status}")
 
     from rag.components import Components
 
@@ -320,7 +336,7 @@ def cmd_doctor(args) -> int:
             try:
                 model = components.chat_model
                 assert isinstance(model, OpenAIChatModel)
-                where = "embedded llama.cpp server" if kind == "embedded" else f"endpoint {settings.llm_base_url}"
+                where = "embedded llama.cpp server" if kind == "embedded" else f"endpoint {model.label_url}"
                 models = model.list_models()
                 line("answers", f"{where}: reachable, models: {', '.join(models[:8]) or 'none listed'}")
                 started = time.monotonic()
@@ -335,9 +351,9 @@ def cmd_doctor(args) -> int:
                 line("answers", f"PROBLEM: {e}")
                 fixes.append(str(e))
     if fixes:
-        print("\nto fix or improve:")
+        _print("\nto fix or improve:")
         for fix in fixes:
-            print(f"- {fix}")
+            _print(f"- {fix}")
     problems = [f for f in fixes if not f.startswith(("the embedded model is tiny", "answers are extractive"))]
     return 1 if problems else 0
 
@@ -359,10 +375,10 @@ def cmd_stats(args) -> int:
         "collection": components.settings.collection,
     }
     if args.json:
-        print(json.dumps(stats))
+        _print_json(json.dumps(stats))
     else:
         for key, value in stats.items():
-            print(f"{key}: {value}")
+            _print(f"{key}: {value}")
     return 0
 
 
@@ -375,9 +391,21 @@ def cmd_eval(args) -> int:
         retriever = components.retriever
         retriever.refresh()
 
+        # Stored ids are namespaced by their file ("corpus.jsonl#doc1"); the qrels name the documents' own ids.
+        from rag.corpus import file_label
+
+        corpus_file = Path(args.beir) / "corpus.jsonl"
+        prefixes = tuple(
+            file_label(corpus_file, components.settings.corpus_dir, folder=folder) + "#"
+            for folder in (None, Path(args.beir))  # ingested by itself, or with its folder
+        )
+
+        def local_id(paper_id: str) -> str:
+            return next((paper_id[len(p) :] for p in prefixes if paper_id.startswith(p)), paper_id)
+
         def search(texts: list[str]) -> list[list[str]]:
             results = retriever.search_many(texts, 100)
-            return [[h.paper_id for h in hits] for hits in results]
+            return [[local_id(h.paper_id) for h in hits] for hits in results]
 
         metrics = beir_metrics(queries, qrels, search)
     else:
@@ -407,10 +435,10 @@ def cmd_eval(args) -> int:
             results = components.retriever.search_many([q.question for q in questions], 10)
             metrics = dev_metrics(questions, results)
     if args.json:
-        print(json.dumps(metrics))
+        _print_json(json.dumps(metrics))
     else:
         for key, value in metrics.items():
-            print(f"{key}: {value:.4f}" if isinstance(value, float) else f"{key}: {value}")
+            _print(f"{key}: {value:.4f}" if isinstance(value, float) else f"{key}: {value}")
     return 0
 
 

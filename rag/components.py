@@ -16,6 +16,7 @@ from rag.ingest import Ingestor, index_manifest, make_chunker
 from rag.lexical import LexicalIndex
 from rag.retrieval import HybridRetriever
 from rag.settings import Settings
+from rag.text import terminal_safe
 from store.chroma import ChromaStore
 
 HOW_TO_CONNECT = (
@@ -29,7 +30,7 @@ HOW_TO_GENERATE = (
 
 
 def _warn(message: str) -> None:
-    print(f"paperchat: {message}", file=sys.stderr, flush=True)
+    print(terminal_safe(f"paperchat: {message}"), file=sys.stderr, flush=True)
 
 
 def choose_embedding_backend(configured: str, ref: ModelRef, indexed_model: str | None) -> str:
@@ -215,4 +216,4 @@ def components_from_args(args) -> Components:
 
 def print_notice(components: Components) -> None:
     if components.notice:
-        print(f"paperchat: {components.notice}", file=sys.stderr)
+        print(terminal_safe(f"paperchat: {components.notice}"), file=sys.stderr)

@@ -21,11 +21,12 @@ import os
 import re
 import stat
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
 from rag.errors import CorpusError
+from rag.text import clean_input, clean_value
 from rag.titles import derive_title
 from rag.types import Paper
 
@@ -34,6 +35,7 @@ __all__ = [
     "LoadProblem",
     "LoadResult",
     "extract_urls",
+    "file_label",
     "load_corpus",
     "load_file",
 ]
@@ -50,6 +52,9 @@ ID_KEYS = ("id", "_id")
 VENUE_KEYS = ("venue", "journal-ref", "journal_ref")
 DATE_KEYS = ("update_date", "date", "published")
 COLLECTION_KEYS = ("papers", "records", "data")
+# Longest abstract (or text) accepted, in characters. Abstracts run to 2,000-5,000; a longer "abstract" is a
+# whole paper or a broken record, and would cost minutes of embedding for nothing useful.
+MAX_ABSTRACT_CHARS = 100_000
 
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>\"'{}|\\^`\[\]]+", re.IGNORECASE)
 _URL_HAS_HOST = re.compile(r"(?:https?://|www\.)[^\W_]", re.IGNORECASE)
@@ -83,6 +88,7 @@ class LoadResult:
     papers: list[Paper] = field(default_factory=list)
     problems: list[LoadProblem] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+    labels: dict[Path, str] = field(default_factory=dict)  # file -> the prefix of its papers' ids (namespaced)
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,7 @@ class _Located:
     paper: Paper
     path: str
     location: str
+    local_id: str | None = None  # the id within its file, when ``paper.paper_id`` is namespaced
 
 
 @dataclass
@@ -106,8 +113,12 @@ class _FileLoad:
 # --- public API --------------------------------------------------------------------------------
 
 
-def load_corpus(paths: Sequence[str | Path]) -> LoadResult:
+def load_corpus(paths: Sequence[str | Path], *, namespace_under: Path | None = None) -> LoadResult:
     """Load every corpus file under ``paths`` (files and folders, recursively, in sorted order).
+
+    With ``namespace_under`` (the corpus folder), every paper id is prefixed with its file's label
+    (``file_label``) and ``#``: ``corpus.jsonl#doc1``, ``x/papers.jsonl#3``. Two files then never share an
+    id, whatever ids their records carry; ``result.labels`` maps each file read to its label.
 
     Raises ``CorpusError`` only when a given path does not exist; all else is reported as problems.
     """
@@ -131,6 +142,10 @@ def load_corpus(paths: Sequence[str | Path]) -> LoadResult:
                 continue  # given twice (a file and its folder, or two links): read once
             seen_files.add(key)
             loaded = _load_located(file_path)
+            if namespace_under is not None:
+                label = file_label(file_path, namespace_under, folder=path if path.is_dir() else None)
+                result.labels[file_path] = label
+                loaded.located = [_namespaced(item, file_path, label) for item in loaded.located]
             if loaded.read:
                 result.files.append(file_path)
             result.problems.extend(loaded.problems)
@@ -138,6 +153,28 @@ def load_corpus(paths: Sequence[str | Path]) -> LoadResult:
                 if _keep_first(item, first_place, result.problems):
                     result.papers.append(item.paper)
     return result
+
+
+def file_label(path: Path, corpus_dir: Path, *, folder: Path | None = None) -> str:
+    """How a file is named in paper ids: its path relative to the corpus folder when it lies inside it
+    (``000_x.txt``), else relative to the folder being ingested when it was found in one (so a new version
+    of a corpus folder updates the papers of the old one), else, for a file given by itself, relative to
+    the working folder (``x/papers.jsonl``), else absolute. Two files given by themselves never share a label."""
+    resolved = _identity(path)
+    bases = (corpus_dir, folder, Path.cwd()) if folder is not None else (corpus_dir, Path.cwd())
+    for base in bases:
+        root = _identity(base)
+        if resolved.is_relative_to(root):
+            return resolved.relative_to(root).as_posix()
+    return resolved.as_posix()
+
+
+def _namespaced(item: _Located, path: Path, label: str) -> _Located:
+    """The paper with its id prefixed by its file's label (an id derived from the position keeps its number)."""
+    paper = item.paper
+    derived = f"{path.name}#{paper.ordinal}"
+    local = str(paper.ordinal) if paper.paper_id == derived else paper.paper_id
+    return _Located(replace(paper, paper_id=f"{label}#{local}"), item.path, item.location, local)
 
 
 def load_file(path: Path) -> tuple[list[Paper], list[LoadProblem]]:
@@ -175,7 +212,12 @@ def _corpus_files(path: Path) -> Iterator[tuple[Path, LoadProblem | None]]:
 
 
 def _walk(root: Path) -> Iterator[tuple[Path, LoadProblem | None]]:
-    """Depth-first, name-sorted walk that follows links to folders but never enters one twice (no loops)."""
+    """Depth-first, name-sorted walk that follows links to folders but never enters one twice (no loops).
+
+    A symbolic link whose target lies outside ``root`` is skipped without being opened: a corpus folder
+    (perhaps unpacked from someone else's archive) must not pull in files from elsewhere on the machine.
+    """
+    inside = _identity(root)
     visited: set[tuple[int, int]] = set()
     stack: list[Path] = [root]
     found_any = False
@@ -199,6 +241,9 @@ def _walk(root: Path) -> Iterator[tuple[Path, LoadProblem | None]]:
             if entry.name.startswith("."):
                 continue  # .DS_Store, .gitkeep, .git/: never corpus content
             entry_path = folder / entry.name
+            if entry.is_symlink() and _leaves(entry_path, inside):
+                yield entry_path, LoadProblem(str(entry_path), None, _OUTSIDE_LINK)
+                continue
             kind = _entry_kind(entry)
             if kind == "dir":
                 subfolders.append(entry_path)
@@ -215,6 +260,21 @@ def _walk(root: Path) -> Iterator[tuple[Path, LoadProblem | None]]:
             root,
             LoadProblem(str(root), None, "no corpus files in this folder; add .txt, .jsonl, .json or .csv files"),
         )
+
+
+_OUTSIDE_LINK = (
+    "symbolic link to a place outside the corpus folder; skipped (copy the file into the folder, "
+    "or pass the link itself as an argument to ingest it)"
+)
+
+
+def _leaves(path: Path, root: Path) -> bool:
+    """Whether a link's target is outside ``root`` (a broken or looping link is reported elsewhere)."""
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return False
+    return not target.is_relative_to(root)
 
 
 def _entry_kind(entry: os.DirEntry) -> str:
@@ -358,6 +418,10 @@ def _parse_txt(text: str, path: Path) -> tuple[list[_Located], list[LoadProblem]
     located: list[_Located] = []
     problems: list[LoadProblem] = []
     for line_no, lines in paragraphs:
+        size = sum(len(line) + 1 for line in lines)
+        if size > MAX_ABSTRACT_CHARS:
+            problems.append(LoadProblem(str(path), f"line {line_no}", _too_long("paragraph", size) + "; skipped"))
+            continue
         abstract = _clean_text(" ".join(lines))
         if not any(ch.isalpha() for ch in abstract):
             problems.append(LoadProblem(str(path), f"line {line_no}", "paragraph has no words; skipped"))
@@ -486,9 +550,10 @@ def _load_jsonl(path: Path) -> _FileLoad:
         head = handle.read(SNIFF_BYTES)
         loaded.read = True
         problem = _binary_problem(head, shown)
-        if problem:
+        if problem and not (b"\x00" in head and _has_json_line(head)):
             loaded.problems.append(problem)
             return loaded
+        # A NUL byte beside lines of JSON is one bad line (reported below), not a binary file.
         handle.seek(0)
         for line_no, raw in enumerate(handle, start=1):
             line_offset, offset = offset, offset + len(raw)
@@ -503,6 +568,17 @@ def _load_jsonl(path: Path) -> _FileLoad:
     elif not loaded.located and not loaded.problems:
         loaded.problems.append(LoadProblem(shown, None, "no records found"))
     return loaded
+
+
+def _has_json_line(head: bytes) -> bool:
+    """Whether a complete line at the start of a file is a JSON object (so the file is JSON Lines)."""
+    for line in head.splitlines()[:-1] or head.splitlines():
+        if line.strip() and b"\x00" not in line:
+            try:
+                return isinstance(json.loads(line.decode("utf-8")), dict)
+            except (ValueError, RecursionError):
+                return False
+    return False
 
 
 def _jsonl_record(raw: bytes, line_no: int, offset: int, shown: str, problems: list[LoadProblem]) -> Any:
@@ -585,7 +661,7 @@ def _add_record(
     if not isinstance(record, dict):
         problems.append(LoadProblem(shown, where, f"not an object (got {_json_type(record)}); skipped"))
         return
-    fields = _lower_keys(record)
+    fields = _lower_keys(clean_value(record))  # valid JSON may still hold lone surrogates ("\ud800")
     metadata = fields.get("metadata")
     extra = _lower_keys(metadata) if isinstance(metadata, dict) else {}
     abstract, reason = _record_text(fields)
@@ -621,6 +697,8 @@ def _record_text(fields: dict[str, Any]) -> tuple[str | None, str]:
         return None, "no 'abstract' or 'text' field"
     for key in present:
         value = fields[key]
+        if isinstance(value, str) and len(value) > MAX_ABSTRACT_CHARS:
+            return None, _too_long(key, len(value))
         cleaned = _clean_text(value) if isinstance(value, str) else ""
         if cleaned:
             return cleaned, ""
@@ -760,7 +838,7 @@ def _make_paper(
         paper_id=paper_id,
         title=title if title_given else derive_title(abstract),
         abstract=abstract,
-        source=source,
+        source=clean_input(source),  # a file name with invalid bytes
         ordinal=ordinal,
         authors=authors,
         urls=urls,
@@ -782,7 +860,8 @@ def _keep_first(item: _Located, first_place: dict[str, _Located], problems: list
         LoadProblem(
             item.path,
             item.location,
-            f"duplicate id {_short(item.paper.paper_id, 80)!r} (first at {earlier.path}: {earlier.location}); "
+            f"duplicate id {_short(item.local_id or item.paper.paper_id, 80)!r} "
+            f"(first at {earlier.path}: {earlier.location}); "
             f"kept the first, skipped this one{hint}",
         )
     )
@@ -790,6 +869,13 @@ def _keep_first(item: _Located, first_place: dict[str, _Located], problems: list
 
 
 # --- small helpers -----------------------------------------------------------------------------
+
+
+def _too_long(what: str, size: int) -> str:
+    return (
+        f"'{what}' is {size:,} characters long; the limit is {MAX_ABSTRACT_CHARS:,} "
+        "(an abstract, not a whole paper): shorten it"
+    )
 
 
 def _clean_text(text: str) -> str:

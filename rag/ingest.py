@@ -36,6 +36,7 @@ class IngestReport:
     papers_in_index: int = 0
     chunks_in_index: int = 0
     written_ids: list[str] = field(default_factory=list)
+    updated_ids: list[str] = field(default_factory=list)  # papers already stored whose content changed
 
     def summary(self) -> str:
         return (
@@ -47,7 +48,8 @@ class IngestReport:
 
 # What the vectors of an index are (bump when it changes: an index of another format must be rebuilt).
 # 2: chunks of titled papers are embedded with their title; each paper stores a profile vector (below).
-INDEX_FORMAT = 2
+# 3: paper ids are namespaced by their file (``corpus.jsonl#doc1``), so two files never collide.
+INDEX_FORMAT = 3
 
 # A paper's dense score is ``chunk_weight * best chunk similarity + q . profile``, where the profile mixes
 # the paper-level vectors. Weights tuned on SciFact's train queries (809), checked on its test queries
@@ -161,8 +163,8 @@ class Ingestor:
         self.progress = progress
 
     def ingest(self, papers: Sequence[Paper], *, complete_sources: set[str] | None = None) -> IngestReport:
-        """Store ``papers``. For each source in ``complete_sources`` (a file that loaded without
-        problems), papers of that source that are no longer in it are removed."""
+        """Store ``papers``. For each file label in ``complete_sources`` (a file that loaded without
+        problems; its papers' ids start with ``label#``), papers of that file no longer in it are removed."""
         report = IngestReport()
         self.store.open_for_writing(index_manifest(self.embedder, self.chunker))
         stored = self.store.paper_hashes()
@@ -176,8 +178,8 @@ class Ingestor:
 
         wanted = {p.paper_id for p in papers}
         stale = [
-            pid for pid, (_hash, source) in stored.items()
-            if complete_sources and source in complete_sources and pid not in wanted
+            pid for pid in stored
+            if complete_sources and pid not in wanted and _file_of(pid, complete_sources)
         ]
         unfinished = self.store.write_unfinished()  # an earlier ingest stopped mid-write: finish its job
         if todo or stale or unfinished:
@@ -227,9 +229,20 @@ class Ingestor:
             report.written_ids.append(paper.paper_id)
             if existed:
                 report.updated += 1
+                report.updated_ids.append(paper.paper_id)
             else:
                 report.added += 1
         done += n_chunks
         if self.progress is not None:
             self.progress(done, total)
         return done
+
+
+def _file_of(paper_id: str, labels: set[str]) -> str | None:
+    """The label in ``labels`` that ``paper_id`` (``label#local id``) is namespaced by, if any."""
+    at = paper_id.find("#")
+    while at != -1:
+        if paper_id[:at] in labels:
+            return paper_id[:at]
+        at = paper_id.find("#", at + 1)
+    return None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import logging
 import os
 import re
 import shutil
@@ -132,7 +133,7 @@ class LexicalIndex:
             state = {"generation": self.generation, "count": len(self.chunk_ids), **self._settings_key()}
             (tmp / "state.json").write_text(json.dumps(state))
 
-        save_folder_atomically(self.folder, fill)
+        save_folder_atomically(self.folder, fill, optional=True)
 
     def load(self, generation: int) -> bool:
         """Load the saved index if it matches ``generation`` and these parameters; False when stale."""
@@ -189,7 +190,12 @@ class LexicalIndex:
         return [(int(r), float(scores[r])) for r in rows if scores[r] > 0]
 
 
-def save_folder_atomically(folder: Path, fill: Callable[[Path], None]) -> None:
+_log = logging.getLogger(__name__)
+# What a data folder the process may not write gives: read-only mount, no permission, immutable files.
+_CANNOT_WRITE = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+def save_folder_atomically(folder: Path, fill: Callable[[Path], None], *, optional: bool = False) -> None:
     """Have ``fill`` write into a temporary folder beside ``folder``, then swap it in: a reader sees the old
     folder or the new one, never half of one, and a killed writer leaves only a temporary folder.
 
@@ -197,10 +203,19 @@ def save_folder_atomically(folder: Path, fill: Callable[[Path], None]) -> None:
     swaps in between our "move the old folder away" and "move ours in" makes the second step fail, so
     it is tried again; if others keep winning, their complete copy stands and ours is dropped (every
     copy records the generation it was built at, and a reader checks it).
+
+    ``optional``: the folder is a cache of what the index holds; if the data folder cannot be written
+    (read-only), say so in the log and go on with the copy in memory, so a read-only index can be searched.
     """
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = folder.with_name(f".{folder.name}.{uuid.uuid4().hex}.tmp")
-    tmp.mkdir(parents=True)
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = folder.with_name(f".{folder.name}.{uuid.uuid4().hex}.tmp")
+        tmp.mkdir(parents=True)
+    except OSError as e:
+        if optional and e.errno in _CANNOT_WRITE:
+            _log.warning("cannot save %s (%s): the data folder is read-only; kept in memory", folder, e.strerror)
+            return
+        raise
     moved_away: list[Path] = []
     try:
         fill(tmp)

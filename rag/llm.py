@@ -14,18 +14,21 @@ kept out of every message, ``repr`` and log line, even when a server echoes it b
 
 from __future__ import annotations
 
+import base64
 import codecs
+import contextlib
 import email.utils
 import json
 import logging
 import re
+import socket
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NoReturn, Protocol, runtime_checkable
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -40,6 +43,7 @@ from rag.errors import (
     LLMTimeout,
     LLMUnavailable,
 )
+from rag.redact import redact_secrets, redact_url, url_credentials
 from rag.sse import SSEEvent, SSEParser
 
 _log = logging.getLogger(__name__)
@@ -48,6 +52,14 @@ MAX_BACKOFF = 8.0  # seconds: cap of the exponential backoff between retries
 MAX_RETRY_AFTER = 30.0  # seconds: cap on a server's Retry-After
 EXCERPT_CHARS = 200  # longest excerpt of a server's error message quoted in our messages
 _MAX_ERROR_BODY = 64 * 1024  # bytes of an error reply we read at most
+# One answer (all its attempts) must be complete this many PAPERCHAT_LLM_TIMEOUTs after it was asked for:
+# the timeout alone bounds each wait for a byte, not a stream kept open by ": ping" comments or a word at a time.
+ANSWER_DEADLINE_FACTOR = 3
+# The most answer text (content + reasoning) accepted per requested token, and at least MIN_ANSWER_CHARS:
+# a token is about 4 characters, so an endpoint that goes past this ignores max_tokens.
+ANSWER_CHARS_PER_TOKEN = 16
+MIN_ANSWER_CHARS = 16_000
+MAX_REPLY_BYTES = 8 * 1024 * 1024  # bytes of one reply read at most (events, comments and all)
 _START_HINT = (
     "Start a server there (e.g. `ollama serve`, `llama-server -m MODEL.gguf --port 8080`) "
     "or set PAPERCHAT_LLM_BASE_URL, or use --extractive"
@@ -165,6 +177,11 @@ class _StreamState:
     done: bool = False  # "[DONE]" or a complete non-streamed reply
     response_started: bool = False  # a 2xx status line arrived
     splitter: ThinkSplitter = field(default_factory=ThinkSplitter)
+    deadline: float = float("inf")  # time.monotonic() by which the whole answer must be in
+    max_chars: int = MIN_ANSWER_CHARS  # most content + reasoning characters accepted
+    chars: int = 0  # content + reasoning characters handed out
+    bytes_read: int = 0
+    cut: str | None = None  # why the reply was cut short ("deadline", "size"), if it was
 
     @property
     def partial(self) -> str:
@@ -236,11 +253,36 @@ class OpenAIChatModel:
         self._client: httpx.Client | None = None
         self._client_lock = threading.Lock()
         self._resolved_model: str | None = None
-        self._shown_url = _display_url(self.base_url)
+        self._shown_url = redact_url(self.base_url)
+        # Credentials in the URL are sent as a header, never as part of the URL (httpx would turn them into
+        # an Authorization header that replaces the API key's).
+        self._request_url = self._shown_url
+        credentials = url_credentials(self.base_url)
+        self._basic = _Secret(":".join(credentials)) if credentials else None
 
     @property
     def _api_key(self) -> str | None:
         return self._secret.value if self._secret is not None else None
+
+    @property
+    def _secrets(self) -> list[str | None]:
+        """Everything never to show: the API key, and the URL's password."""
+        password = self._basic.value.partition(":")[2] if self._basic is not None else None
+        return [self._api_key, password]
+
+    @property
+    def answer_deadline(self) -> float:
+        """Seconds a whole answer may take, retries included: ``ANSWER_DEADLINE_FACTOR`` x the timeout."""
+        return ANSWER_DEADLINE_FACTOR * self.timeout
+
+    def max_chars_for(self, max_tokens: int | None = None) -> int:
+        """The most answer text (content + reasoning) accepted for a request of ``max_tokens``."""
+        tokens = self.max_tokens if max_tokens is None else max_tokens
+        return max(MIN_ANSWER_CHARS, ANSWER_CHARS_PER_TOKEN * int(tokens))
+
+    @property
+    def max_answer_chars(self) -> int:
+        return self.max_chars_for()
 
     @classmethod
     def from_settings(cls, settings: Any) -> OpenAIChatModel:
@@ -271,6 +313,11 @@ class OpenAIChatModel:
         if self._local:
             return f"{self.label_prefix}: {model}"  # an embedded server's port means nothing to the user
         return f"{self.label_prefix}: {model} @ {self._shown_url}"
+
+    @property
+    def label_url(self) -> str:
+        """The endpoint URL as shown: without ``user:password@``."""
+        return self._shown_url
 
     def __repr__(self) -> str:
         key = "'***'" if self._api_key else "None"
@@ -303,16 +350,24 @@ class OpenAIChatModel:
             return self._client
 
     def _headers(self) -> dict[str, str]:
+        """The API key as ``Authorization: Bearer``, what OpenAI-compatible servers read. The URL's
+        ``user:password`` goes in ``Authorization: Basic`` when there is no key; with a key too, in
+        ``Proxy-Authorization: Basic`` (one header cannot carry both; a proxy asking for a login reads that)."""
         headers = {"Accept": "text/event-stream, application/json"}
+        basic = f"Basic {base64.b64encode(self._basic.value.encode()).decode()}" if self._basic else None
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
+            if basic:
+                headers["Proxy-Authorization"] = basic
+        elif basic:
+            headers["Authorization"] = basic
         return headers
 
     # --- models --------------------------------------------------------------------------------
 
     def list_models(self) -> list[str]:
         """The model ids the server lists at ``GET {base_url}/models``."""
-        url = f"{self.base_url}/models"
+        url = f"{self._request_url}/models"
         attempt = 0
         while True:
             try:
@@ -330,7 +385,7 @@ class OpenAIChatModel:
         except (httpx.HTTPError, httpx.InvalidURL) as e:
             raise self._odd_http_error(e) from e
         if response.status_code >= 400:
-            detail = _error_detail(response.content, self._api_key)
+            detail = _error_detail(response.content, self._secrets)
             if response.status_code == 404:
                 self._fail(
                     LLMUnavailable,
@@ -397,9 +452,11 @@ class OpenAIChatModel:
             "temperature": self.temperature if temperature is None else temperature,
             "max_tokens": self.max_tokens if max_tokens is None else max_tokens,
         }
+        deadline = time.monotonic() + self.answer_deadline
+        max_chars = self.max_chars_for(body["max_tokens"])
         attempt = 0
         while True:
-            state = _StreamState()
+            state = _StreamState(deadline=deadline, max_chars=max_chars)
             try:
                 yield from self._chat_once(body, attempt, state)
                 return
@@ -407,13 +464,15 @@ class OpenAIChatModel:
                 _log.info("LLM endpoint %s refused streaming; asking without it", self._shown_url)
                 body = {**body, "stream": False}
             except _RetryableError as retry:
-                attempt = self._before_retry(retry, attempt)
+                attempt = self._before_retry(retry, attempt, deadline)
 
-    def _before_retry(self, retry: _RetryableError, attempt: int) -> int:
-        """Sleep before the next attempt, or raise the final error when no retry is left."""
+    def _before_retry(self, retry: _RetryableError, attempt: int, deadline: float = float("inf")) -> int:
+        """Sleep before the next attempt, or raise the final error when no retry is left (or no time)."""
         if attempt >= self.retries:
             raise retry.error from retry.__cause__
         wait = backoff_delay(self.backoff, attempt) if retry.wait is None else retry.wait
+        if time.monotonic() + wait >= deadline:
+            raise retry.error from retry.__cause__
         _log.warning(
             "LLM endpoint %s: %s; retrying in %.2f s (attempt %d of %d)",
             self._shown_url,
@@ -426,15 +485,25 @@ class OpenAIChatModel:
         return attempt + 1
 
     def _chat_once(self, body: dict[str, Any], attempt: int, state: _StreamState) -> Iterator[Delta]:
-        url = f"{self.base_url}/chat/completions"
+        url = f"{self._request_url}/chat/completions"
+        remaining = state.deadline - time.monotonic()
+        if remaining <= 0:
+            raise self._deadline_error(state)
+        # No single wait for a byte may outlast the answer's deadline.
+        timeout = httpx.Timeout(min(self.timeout, remaining))
         try:
-            with self._http().stream("POST", url, json=body, headers=self._headers()) as response:
-                if response.status_code >= 400:
-                    raw = _read_limited(response)
-                    self._handle_error_status(response, raw, body, attempt)
-                state.response_started = True
-                yield from self._read_reply(response, bool(body["stream"]), state)
+            with self._http().stream("POST", url, json=body, headers=self._headers(), timeout=timeout) as response:
+                watchdog = _Watchdog(response, state)
+                try:
+                    if response.status_code >= 400:
+                        raw = _read_limited(response)
+                        self._handle_error_status(response, raw, body, attempt)
+                    state.response_started = True
+                    yield from self._read_reply(response, bool(body["stream"]), state)
+                finally:
+                    watchdog.cancel()
         except httpx.TimeoutException as e:
+            self._raise_if_cut(state, e)
             if state.complete:
                 return  # the answer was whole; only the goodbye was slow
             if state.yielded:
@@ -448,6 +517,7 @@ class OpenAIChatModel:
                 ) from e
             raise self._timeout_error("answering") from e
         except httpx.TransportError as e:
+            self._raise_if_cut(state, e)
             if state.complete:
                 return
             if state.yielded:
@@ -463,6 +533,7 @@ class OpenAIChatModel:
                 ) from e
             raise _RetryableError(self._unreachable_error(e), _reason(e)) from e
         except (httpx.HTTPError, httpx.InvalidURL) as e:  # e.g. a body that cannot be decoded
+            self._raise_if_cut(state, e)
             if state.complete:
                 return
             if state.yielded:
@@ -471,7 +542,7 @@ class OpenAIChatModel:
 
     def _handle_error_status(self, response: httpx.Response, raw: bytes, body: dict[str, Any], attempt: int) -> None:
         status = response.status_code
-        detail = _error_detail(raw, self._api_key)
+        detail = _error_detail(raw, self._secrets)
         lowered = detail.lower()
         if status in (400, 422) and body["stream"] and "stream" in lowered:
             raise _StreamRefusedError()
@@ -541,15 +612,18 @@ class OpenAIChatModel:
             yield from self._read_events(response, state)
 
     def _read_json(self, response: httpx.Response, state: _StreamState) -> Iterator[Delta]:
-        response.read()
+        raw = bytearray()
+        for piece in response.iter_bytes():
+            self._check_limits(state, len(piece))
+            raw += piece
         try:
-            payload = json.loads(response.content)
+            payload = json.loads(raw)
         except (ValueError, RecursionError) as e:
-            raise self._not_json_error(response.text, "/chat/completions") from e
+            raise self._not_json_error(raw.decode("utf-8", errors="replace"), "/chat/completions") from e
         if isinstance(payload, dict) and "error" in payload and "choices" not in payload:
             self._fail(
                 LLMServerError,
-                f"the LLM endpoint at {self._shown_url} reported an error: {_error_text(payload, self._api_key)}. "
+                f"the LLM endpoint at {self._shown_url} reported an error: {_error_text(payload, self._secrets)}. "
                 "Check the server's log",
             )
         try:
@@ -570,18 +644,18 @@ class OpenAIChatModel:
         state.done = True
         state.chunks += 1
         if thought:
-            state.yielded = True
-            yield Delta(reasoning=thought)
+            yield self._emit(state, "", thought)
         if text:
-            state.yielded = True
-            state.content.append(text)
-            yield Delta(content=text)
+            yield self._emit(state, text, "")
+        if state.cut is not None:
+            raise self._cut_error(state)
 
     def _read_events(self, response: httpx.Response, state: _StreamState) -> Iterator[Delta]:
         parser = SSEParser()
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         try:
             for raw in response.iter_bytes():
+                self._check_limits(state, len(raw))
                 for event in parser.feed(decoder.decode(raw)):
                     yield from self._handle_event(event, state, final=False)
                     if state.done:
@@ -600,6 +674,8 @@ class OpenAIChatModel:
         content, reasoning = state.splitter.flush()
         if content or reasoning:
             yield self._emit(state, content, reasoning)
+        if state.cut is not None:
+            raise self._cut_error(state)  # the cap was reached in the reply's last piece
         if state.complete:
             return
         if state.yielded or state.chunks:
@@ -634,7 +710,7 @@ class OpenAIChatModel:
         if not isinstance(chunk, dict):
             self._fail(LLMProtocolError, self._wrong_shape_message("a stream chunk that is not a JSON object"))
         if "error" in chunk and not chunk.get("choices"):
-            said = _error_text(chunk, self._api_key)
+            said = _error_text(chunk, self._secrets)
             if state.yielded:
                 raise self._interrupted(state, f"the server reported an error mid-stream: {said}")
             self._fail(
@@ -673,19 +749,66 @@ class OpenAIChatModel:
         if content or reasoning:
             yield self._emit(state, content, reasoning)
 
-    @staticmethod
-    def _emit(state: _StreamState, content: str, reasoning: str) -> Delta:
+    def _emit(self, state: _StreamState, content: str, reasoning: str) -> Delta:
+        """The next piece of the answer, trimmed to the size cap (the reading loop then cuts the reply)."""
+        room = state.max_chars - state.chars
+        if len(reasoning) + len(content) > room:
+            reasoning = reasoning[:room]
+            content = content[: room - len(reasoning)]
+            state.cut = "size"
+        state.chars += len(reasoning) + len(content)
         state.yielded = True
         if content:
             state.content.append(content)
         return Delta(content=content, reasoning=reasoning)
 
+    def _check_limits(self, state: _StreamState, size: int) -> None:
+        """Cut the reply at the answer's deadline, at the size cap, or after ``MAX_REPLY_BYTES``."""
+        state.bytes_read += size
+        if state.cut is None and time.monotonic() >= state.deadline:
+            state.cut = "deadline"
+        if state.cut is None and state.bytes_read > MAX_REPLY_BYTES:
+            state.cut = "size"
+        if state.cut is not None:
+            raise self._cut_error(state)
+
+    def _raise_if_cut(self, state: _StreamState, error: Exception) -> None:
+        """A read that failed because the watchdog closed the connection at the deadline."""
+        if state.cut is not None and not state.complete:
+            raise self._cut_error(state) from error
+
+    def _cut_error(self, state: _StreamState) -> LLMError:
+        if state.cut == "size":
+            why = (
+                f"it sent more than {state.max_chars:,} characters (or {MAX_REPLY_BYTES // (1024 * 1024)} MB), "
+                "far more than PAPERCHAT_LLM_MAX_TOKENS asks for"
+            )
+            if state.yielded:
+                return self._interrupted(state, why)
+            return self._error(LLMProtocolError, f"the LLM endpoint at {self._shown_url} {why}; check the server")
+        return self._deadline_error(state)
+
+    def _deadline_error(self, state: _StreamState) -> LLMError:
+        limit = self.answer_deadline
+        rule = f"{ANSWER_DEADLINE_FACTOR} x PAPERCHAT_LLM_TIMEOUT={self.timeout:g}"
+        if state.partial:
+            return LLMInterrupted(
+                self._redact(
+                    f"the answer from the LLM endpoint at {self._shown_url} was not finished after {limit:g} s "
+                    f"({rule}); showing the part that arrived. Ask again, or raise PAPERCHAT_LLM_TIMEOUT"
+                ),
+                partial=state.partial,
+            )
+        return self._error(
+            LLMTimeout,
+            f"the LLM endpoint at {self._shown_url} sent no answer within {limit:g} s ({rule}), although it "
+            "kept the connection open. Raise PAPERCHAT_LLM_TIMEOUT, use a smaller model, or check the server",
+        )
+
     # --- messages ------------------------------------------------------------------------------
 
     def _redact(self, text: str) -> str:
-        if self._api_key:
-            text = text.replace(self._api_key, "***")
-        return text
+        return redact_secrets(text, self._secrets)
 
     def _error(self, cls: type[LLMError], message: str) -> LLMError:
         return cls(self._redact(_one_line(message, 2000)))
@@ -773,6 +896,33 @@ class OpenAIChatModel:
         )
 
 
+class _Watchdog:
+    """Shuts a response's connection at the answer's deadline, so that a read waiting for a byte ends there.
+
+    The reading thread then sees a transport error and, finding ``state.cut`` set, reports the deadline.
+    """
+
+    def __init__(self, response: httpx.Response, state: _StreamState) -> None:
+        self._response = response
+        self._state = state
+        self._timer = threading.Timer(max(0.0, state.deadline - time.monotonic()), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+    def _fire(self) -> None:
+        if self._state.complete:
+            return
+        self._state.cut = self._state.cut or "deadline"
+        stream = self._response.extensions.get("network_stream")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+
 # --- helpers -----------------------------------------------------------------------------------
 
 
@@ -804,21 +954,6 @@ def retry_after_delay(value: str | None) -> float | None:
     return min(max(seconds, 0.0), MAX_RETRY_AFTER)
 
 
-def _display_url(url: str) -> str:
-    """The URL without any ``user:password@`` in it."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-
-
 def _one_line(text: str, limit: int) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
@@ -833,7 +968,7 @@ def _read_limited(response: httpx.Response) -> bytes:
     return bytes(raw[:_MAX_ERROR_BODY])
 
 
-def _error_text(payload: Any, api_key: str | None) -> str:
+def _error_text(payload: Any, secrets: list[str | None]) -> str:
     """The message inside an OpenAI-style (or similar) error object, as one short redacted line."""
     message: Any = payload
     if isinstance(payload, dict):
@@ -843,22 +978,19 @@ def _error_text(payload: Any, api_key: str | None) -> str:
             message = payload.get("message") or payload.get("detail")
     if not isinstance(message, str):
         message = json.dumps(message, ensure_ascii=False)
-    if api_key:
-        message = message.replace(api_key, "***")
-    return _one_line(message, EXCERPT_CHARS)
+    return _one_line(redact_secrets(message, secrets), EXCERPT_CHARS)
 
 
-def _error_detail(raw: bytes, api_key: str | None) -> str:
+def _error_detail(raw: bytes, secrets: list[str | None]) -> str:
     text = raw.decode("utf-8", errors="replace")
     try:
         payload = json.loads(text)
     except (ValueError, RecursionError):
-        if api_key:
-            text = text.replace(api_key, "***")
+        text = redact_secrets(text, secrets)
         if "<html" in text[:500].lower():
             text = re.sub(r"<[^>]*>", " ", text)
         return _one_line(text, EXCERPT_CHARS)
-    return _error_text(payload, api_key)
+    return _error_text(payload, secrets)
 
 
 def _mentions_model(raw: bytes, lowered_detail: str) -> bool:

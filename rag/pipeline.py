@@ -80,32 +80,61 @@ class FollowUp:
 
 
 class MarkerFilter:
-    """Drops citation markers that match no source from streamed text, holding back only a possible marker."""
+    """Drops citation markers that match no source from streamed text, holding back only a possible marker.
+
+    What is held back is the end of the text from its last ``[`` on, when nothing but marker characters
+    follow it (plus the spaces before it), and never more than ``MAX_HELD`` characters: a real marker is a
+    few characters long, so a longer "marker" is let through as text (the final answer is cleaned in one
+    piece anyway). Each piece fed is looked at once, so a long stream costs time linear in its length.
+    """
+
+    MAX_HELD = 1024
 
     def __init__(self, valid: set[int]) -> None:
         self.valid = valid
         self.buffer = ""
         self.removed = 0
+        self._last = ""  # the last character let through: a piece's start is not a line's start
 
     def feed(self, text: str) -> str:
-        self.buffer += text
-        cut = self.buffer.rfind("[")
-        if cut != -1 and _MARKER_START.match(self.buffer, cut):
+        if not text:
+            return ""
+        if self.buffer and "[" not in text and _MARKER_CHARS.fullmatch(text):
+            if len(self.buffer) + len(text) <= self.MAX_HELD:
+                self.buffer += text  # still a possible marker
+                return ""
+            ready, self.buffer = self.buffer + text, ""
+            return self._clean(ready)
+        cut = text.rfind("[")
+        if cut != -1 and _MARKER_START.match(text, cut) and len(text) - cut <= self.MAX_HELD:
             # Hold the space before it too: a dropped marker takes its leading space with it.
-            while cut > 0 and self.buffer[cut - 1] in " \t":
+            floor = max(0, len(text) - self.MAX_HELD)
+            while cut > floor and text[cut - 1] in " \t":
                 cut -= 1
-            ready, self.buffer = self.buffer[:cut], self.buffer[cut:]
+            ready, self.buffer = self.buffer + text[:cut], text[cut:]
         else:
-            ready, self.buffer = self.buffer, ""
-        cleaned, removed = clean_markers(ready, self.valid)
-        self.removed += removed
-        return cleaned
+            ready, self.buffer = self.buffer + text, ""
+        return self._clean(ready)
 
     def flush(self) -> str:
-        cleaned, removed = clean_markers(self.buffer, self.valid)
-        self.buffer = ""
+        ready, self.buffer = self.buffer, ""
+        return self._clean(ready)
+
+    def _clean(self, text: str) -> str:
+        # Cleaned after the last character shown, so that a marker dropped at the start of a piece is
+        # tidied as mid-line text ("See" + " [9] and" -> " and"), not as the start of a line.
+        context = self._last if self._last not in ("", "[") else ""
+        cleaned, removed = clean_markers(context + text, self.valid)
+        # (a space already shown may have been tidied away in front of a dropped marker: it stays shown)
+        cleaned = cleaned[len(context) :] if cleaned.startswith(context) else cleaned
         self.removed += removed
+        if cleaned:
+            self._last = cleaned[-1]
         return cleaned
+
+
+# Characters that may follow "[" in a marker not yet closed (see _MARKER_START).
+_MARKER_CHARS = re.compile(r"(?:[0-9,;\-\u2010-\u2014\u2212]|[^\S\n])*")
 
 
 class AnswerPipeline:

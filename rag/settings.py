@@ -47,6 +47,9 @@ class Settings(BaseSettings):
         None, description="Host of a Chroma server (`chroma run`). Unset: an embedded store under `data_dir`."
     )
     chroma_port: int = Field(8000, ge=1, le=65535, description="Port of the Chroma server when `chroma_host` is set.")
+    chroma_timeout: int = Field(
+        30, ge=1, le=3600, description="Seconds to wait for the Chroma server's reply before giving up with an error."
+    )
 
     # --- embedding and chunking ----------------------------------------------------------------
     embedding_model: str | None = Field(

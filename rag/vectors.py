@@ -86,7 +86,7 @@ class VectorTable:
                 {"format": FORMAT_VERSION, "generation": self.generation, "papers": len(paper_ids)}
             ))
 
-        save_folder_atomically(self.folder, fill)
+        save_folder_atomically(self.folder, fill, optional=True)
 
     def load(self, generation: int) -> bool:
         """Map the saved table if it was built at ``generation``; False when missing, stale or damaged."""

@@ -84,12 +84,14 @@ class ChromaStore:
         host: str | None = None,
         port: int = 8000,
         collection: str = "paperchat",
+        timeout: int = 30,
     ) -> None:
         if (path is None) == (host is None):
             raise ValueError("give exactly one of path= (embedded store) or host= (Chroma server)")
         self.path = path
         self.host = host
         self.port = port
+        self.timeout = timeout
         self.name = collection
         self._client = None
         self._chunks = None
@@ -101,7 +103,8 @@ class ChromaStore:
     @classmethod
     def from_settings(cls, settings) -> ChromaStore:
         if settings.chroma_host:
-            return cls(host=settings.chroma_host, port=settings.chroma_port, collection=settings.collection)
+            return cls(host=settings.chroma_host, port=settings.chroma_port, collection=settings.collection,
+                       timeout=settings.chroma_timeout)
         return cls(path=settings.index_dir, collection=settings.collection)
 
     @property
@@ -120,7 +123,9 @@ class ChromaStore:
             settings = chromadb.Settings(anonymized_telemetry=False, allow_reset=False)
             try:
                 if self.host is not None:
+                    self._probe_server()  # chromadb.HttpClient's constructor already talks to the server
                     self._client = chromadb.HttpClient(host=self.host, port=self.port, settings=settings)
+                    _set_session_timeout(self._client, self.timeout)
                     self._client.heartbeat()
                 else:
                     self.path.mkdir(parents=True, exist_ok=True)
@@ -133,9 +138,22 @@ class ChromaStore:
                 raise self._translate(e, "open the index") from e
         return self._client
 
+    def _probe_server(self) -> None:
+        """Fail within the timeout, with the usual errors, if the server does not answer its heartbeat."""
+        import httpx
+
+        with httpx.Client(timeout=self.timeout, trust_env=False) as http:
+            http.get(f"http://{self.host}:{self.port}/api/v2/heartbeat")
+
     def _translate(self, error: Exception, doing: str) -> StoreError:
         if isinstance(error, StoreError):
             return error
+        if self.host is not None and _is_timeout(error):
+            return StoreUnavailable(
+                f"the Chroma server at http://{self.host}:{self.port} did not answer within {self.timeout} s "
+                f"(PAPERCHAT_CHROMA_TIMEOUT) to {doing}: check that `chroma run` is running and not stuck, "
+                "or raise PAPERCHAT_CHROMA_TIMEOUT"
+            )
         text = f"{type(error).__name__}: {error}".replace("\n", " ")[:300]
         if self.host is not None and any(
             word in text.lower() for word in ("connect", "refused", "timed out", "timeout", "unreachable", "resolve")
@@ -486,3 +504,29 @@ class ChromaStore:
 def _is_missing(error: Exception) -> bool:
     text = str(error).lower()
     return type(error).__name__ == "NotFoundError" or "does not exist" in text or "not found" in text
+
+
+def _is_timeout(error: BaseException) -> bool:
+    import httpx
+
+    while error is not None:
+        if isinstance(error, httpx.TimeoutException | TimeoutError):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def _set_session_timeout(client, seconds: float) -> None:
+    """Give chromadb's HTTP session a timeout: chromadb 1.5 builds it with ``httpx.Client(timeout=None)`` and no
+    setting reaches it (its ``chroma_*_timeout_seconds`` settings are the server's), so a stalled server would
+    hang every call. The session is an attribute of chromadb's client internals; tests/store/test_chroma_server.py
+    stops a real server to check that this still takes effect."""
+    import httpx
+
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if not isinstance(session, httpx.Client):
+        raise StoreError(
+            "this chromadb version's HTTP client has no session paperchat can give a timeout to; "
+            "install chromadb 1.x as pyproject.toml says, or unset PAPERCHAT_CHROMA_HOST to use the embedded store"
+        )
+    session.timeout = httpx.Timeout(float(seconds))

@@ -18,7 +18,8 @@ requests from another thread): ``reply`` (a string or ``callable(request_json) -
 (the thinking text of the "reasoning" and "think" modes), ``models``, ``chunk_size`` (characters per SSE
 chunk), ``delay`` (seconds between chunks), ``mode`` (see ``MODES``), ``status_code`` / ``retry_after`` /
 ``fail_times`` / ``error_message`` (for "status"), ``strict_model`` (404 for a model not in ``models``),
-``api_key`` (require this Bearer token, else 401 echoing the token received, as some servers do),
+``api_key`` (require this Bearer token, else 401 echoing the token received, as some servers do; ``echo``,
+a ``callable(token) -> str``, changes how it is echoed: base64, upper case...),
 ``reasoning_field`` ("reasoning_content" or "reasoning"), ``line_ending`` ("\\n", "\\r\\n" or "\\r"),
 ``cut_after`` (content chunks sent before "cut" drops the connection), ``malformed_after`` (content
 chunks sent before the bad line of "malformed") and ``split_size`` (bytes per write in "split").
@@ -50,6 +51,8 @@ MODES = (
     "think",  # content "<think>reasoning</think>\n\nreply" in chunks of at most 3 characters
     "keepalive",  # ": keep-alive" comment lines before and between events
     "split",  # each event written in several tiny writes (`split_size` bytes), flushed one by one
+    "ping",  # the role chunk, then a ": ping" comment every `delay` seconds (0.2 s if 0), never an answer or an end
+    "trickle",  # the reply's words, one every `delay` seconds (0.2 s if 0), over and over, never an end
 )
 
 DEFAULT_REPLY = "Scripted answer about the abstracts [1]."
@@ -82,6 +85,7 @@ class ScriptedLLMServer:
         error_message: str | None = None,
         strict_model: bool = False,
         api_key: str | None = None,
+        echo: Callable[[str], str] | None = None,
         reasoning_field: str = "reasoning_content",
         line_ending: str = "\n",
         cut_after: int | None = None,
@@ -102,6 +106,7 @@ class ScriptedLLMServer:
         self.error_message = error_message
         self.strict_model = strict_model
         self.api_key = api_key
+        self.echo = echo
         self.reasoning_field = reasoning_field
         self.line_ending = line_ending
         self.cut_after = cut_after
@@ -209,6 +214,7 @@ class ScriptedLLMServer:
                     "error_message",
                     "strict_model",
                     "api_key",
+                    "echo",
                     "reasoning_field",
                     "line_ending",
                     "cut_after",
@@ -292,6 +298,8 @@ class _Handler(BaseHTTPRequestHandler):
             sent = self.headers.get("Authorization", "")
             if sent != f"Bearer {key}":
                 token = sent.removeprefix("Bearer ").strip()
+                if token and config["echo"] is not None:
+                    token = config["echo"](token)
                 message = f"Incorrect API key provided: {token}" if token else "You didn't provide an API key."
                 self._send_error_json(401, message, "invalid_request_error", "invalid_api_key")
                 return None
@@ -367,6 +375,9 @@ class _Handler(BaseHTTPRequestHandler):
             if mode == "keepalive":
                 self._write(f": keep-alive{eol}{eol}".encode(), config)
             event(chunk({"role": "assistant", "content": ""}))
+            if mode in ("ping", "trickle"):
+                self._endless(mode, text, delay or 0.2, eol, event, chunk)
+                return
             if mode == "reasoning":
                 thought = config["reasoning"]
                 for i in range(0, len(thought), size):
@@ -403,6 +414,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._write_raw(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+
+    def _endless(self, mode: str, text: str, delay: float, eol: str, event, chunk) -> None:
+        """Keep the stream open until the server closes or the client leaves: comments, or words one by one."""
+        words = text.split() or ["word"]
+        sent = 0
+        while not self.scripted._closing.wait(delay):
+            if mode == "ping":
+                self._write_chunk(f": ping{eol}{eol}".encode())
+            else:
+                event(chunk({"content": words[sent % len(words)] + " "}))
+                sent += 1
+        self.close_connection = True
 
     # --- writing -------------------------------------------------------------------------------
 

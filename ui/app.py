@@ -180,7 +180,8 @@ def build_app(services: Services) -> gr.Blocks:
             try:
                 return callbacks.api_chat(services, question)
             except PaperchatError as error:
-                raise gr.Error(str(error)) from error
+                # A bad question or a failing endpoint is the caller's answer, not a bug: no traceback in the log.
+                raise gr.Error(str(error), print_exception=False) from error
 
         gr.api(chat_api, api_name="chat", concurrency_limit=CONCURRENCY, concurrency_id="answer")
 

@@ -15,10 +15,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from urllib.parse import urlsplit, urlunsplit
 
 from rag.errors import ConfigError, LLMAuthError, LLMError, PaperchatError, QueryError
 from rag.pipeline import AnswerPipeline, FinalEvent, PipelineConfig, SourcesEvent, TextEvent
+from rag.redact import redact_url
+from rag.text import clean_input
 from rag.types import Answer, Paper
 from ui import render
 
@@ -77,13 +78,7 @@ class ChatSession:
 
 def display_url(url: str) -> str:
     """``url`` without user:password@ (never shown)."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    return redact_url(url)
 
 
 def check_url(url: str) -> str:
@@ -111,7 +106,7 @@ class Services:
     def defaults(self) -> SessionSettings:
         """The settings a new session starts with (the server's). The server's key is never handed out."""
         return SessionSettings(
-            base_url=self.settings.llm_base_url or "",
+            base_url=display_url(self.settings.llm_base_url or ""),  # its password stays on the server
             model=self.settings.llm_model or "",
             top_k=min(MAX_TOP_K, self.settings.top_k),
             temperature=self.settings.llm_temperature,
@@ -128,6 +123,13 @@ class Services:
         with self._lock:  # the embedded server must start once, however many sessions ask at once
             return self.components.pipeline
 
+    def real_url(self, url: str) -> str:
+        """The server's own endpoint URL (credentials included) for the URL a session sees of it, else ``url``."""
+        server = self.settings.llm_base_url or ""
+        if server and url and url == display_url(server):
+            return server
+        return url
+
     def _server_key(self, url: str) -> str:
         """The server's configured API key, only for the server's configured URL (never sent elsewhere)."""
         key = self.settings.llm_api_key
@@ -137,6 +139,8 @@ class Services:
 
     def _chat_model(self, url: str, model: str, api_key: str, temperature: float, *, timeout=None, retries=None):
         from rag.llm import OpenAIChatModel
+
+        url = self.real_url(url)
 
         return OpenAIChatModel(
             url,
@@ -166,7 +170,7 @@ class Services:
                 return default
             key = ("default", session.temperature)
         else:
-            url = check_url(session.base_url)
+            url = self.real_url(check_url(session.base_url))
             same_as_server = (
                 self.components.backend_kind() == "endpoint"
                 and url == (self.settings.llm_base_url or "")
@@ -260,7 +264,7 @@ def respond(
     The session's ``messages`` (for the Chatbot) and ``panel`` (sources HTML) are what to show. Errors
     become a readable assistant message; the session stays usable for the next question.
     """
-    question = (question or "").strip()
+    question = clean_input(question or "").strip()
     if not question:
         yield session
         return
@@ -474,7 +478,7 @@ def api_chat(services: Services, question: str) -> str:
 
     Raises ``PaperchatError`` (a one-line message) when it cannot answer.
     """
-    question = (question or "").strip()
+    question = clean_input(question or "").strip() if isinstance(question, str) else ""
     if not question:
         raise QueryError("ask a question, e.g. \"Which papers use state-space models for client selection?\"")
     defaults = services.defaults()

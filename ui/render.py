@@ -34,6 +34,8 @@ SOURCES_PLACEHOLDER = (
 )
 
 _MD_IMAGE = re.compile(r"!\[")
+_BACKTICKS = re.compile(r"`+")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 def esc(text: object) -> str:
@@ -57,12 +59,36 @@ def where(source: str, ordinal: int) -> str:
     return f"{source} #{ordinal}"
 
 
+def code_span(text: str) -> str:
+    """``text`` as one Markdown code span, whatever backticks it holds (a fence longer than any run in it)."""
+    text = " ".join(text.split())  # a code span is one line here
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def close_fences(text: str) -> str:
+    """``text`` with a code block it leaves open closed, so that what follows it is not swallowed."""
+    open_fence: str | None = None
+    for line in text.split("\n"):
+        match = _FENCE.match(line)
+        if match is None:
+            continue
+        fence = match.group(1)
+        if open_fence is None:
+            open_fence = fence
+        elif fence[0] == open_fence[0] and len(fence) >= len(open_fence) and not line.strip()[len(fence):].strip():
+            open_fence = None
+    return text if open_fence is None else f"{text}\n{open_fence}"
+
+
 # --- chat messages ---------------------------------------------------------------------------------------------
 
 
 def answer_markdown(answer: Answer) -> str:
     """The assistant message for a finished answer: the answer, notes, and a compact list of its sources."""
-    parts = [chat_text(answer.answer) or "*(empty answer)*"]
+    parts = [close_fences(chat_text(answer.answer)) or "*(empty answer)*"]
     if answer.interrupted:
         parts.append("*⚠ Interrupted: the endpoint stopped mid-answer; the text above is partial.*")
     notes = []
@@ -83,13 +109,13 @@ def answer_markdown(answer: Answer) -> str:
         lines = ["**Sources**"]
         for c in answer.citations:
             weak = " · ⚠ weakly supported" if c.weak else ""
-            lines.append(f"[{c.marker}] {chat_text(c.title)} — `{where(c.source, c.ordinal)}`{weak}")
+            lines.append(f"[{c.marker}] {chat_text(c.title)} — {code_span(where(c.source, c.ordinal))}{weak}")
         parts.append("  \n".join(lines))
     return "\n\n".join(parts)
 
 
 def interrupted_markdown(partial: str, reason: str) -> str:
-    text = chat_text(partial.strip()) if partial.strip() else "*(nothing was written yet)*"
+    text = close_fences(chat_text(partial.strip())) if partial.strip() else "*(nothing was written yet)*"
     return f"{text}\n\n*⚠ {chat_text(reason)}: the answer is partial.*"
 
 

@@ -89,7 +89,8 @@ BROKEN: dict[str, tuple[bytes, str, set[str]]] = {
                                          {"dd1"}),
     "jsonl_many_problems.jsonl": (b"[1]\n" * 60 + jsonl(ok("mp1")), "10 more problems in this file not shown",
                                   {"mp1"}),
-    "zz_duplicate_id_across_files.jsonl": (jsonl(ok("good-1", "Clash.")), "duplicate id 'good-1' (first at", set()),
+    "jsonl_huge_abstract.jsonl": (jsonl({"id": "hg1", "abstract": "y " * 60_000}),
+                                  "'abstract' is 120,000 characters long; the limit is 100,000", set()),
     "csv_no_text_column.csv": (b"title,body\nT,B\n", "no 'abstract' or 'text' column (found: title, body)", set()),
     "csv_row_without_text.csv": (b"id,title,abstract\ncr1,T,Fine abstract.\ncr2,T2,\n",
                                  "row 2 (line 3): 'abstract' is empty; skipped", {"cr1"}),
@@ -111,7 +112,9 @@ SPECIAL = {
     "named_pipe.txt": (lambda path: os.mkfifo(path), "not a regular file (pipe, socket or device); skipped"),
 }
 GOOD = {"good.jsonl": (jsonl(ok("good-1"), ok("good-2", "Another valid abstract about proteins.")),
-                       {"good-1", "good-2"})}
+                       {"good-1", "good-2"}),
+        # Ids are namespaced by file: the same id in another file is another paper, not a duplicate.
+        "zz_same_id_as_another_file.jsonl": (jsonl(ok("good-1", "Clash.")), {"good-1"})}
 
 
 def test_there_are_at_least_30_distinct_broken_files():
@@ -137,17 +140,21 @@ def test_ingest_of_a_folder_of_broken_files_names_each_and_stores_every_valid_re
         prefixes = (f"paperchat: skipped {folder / name}: ", f"paperchat: warning {folder / name}: ")
         return [line for line in lines if line.startswith(prefixes)]
 
-    expected_ids = set().union(*(ids for _, ids in GOOD.values()))
+    def in_file(name: str, ids: set[str]) -> set[str]:
+        """Stored ids are namespaced by their file, "good.jsonl#good-1" (derived ones are already)."""
+        return {i if i.startswith(f"{name}#") else f"{name}#{i}" for i in ids}
+
+    expected_ids = set().union(*(in_file(name, ids) for name, (_, ids) in GOOD.items()))
     missing = []
     for name, (_content, fragment, ids) in BROKEN.items():
         if not any(fragment in line for line in lines_about(name)):
             missing.append((name, fragment, lines_about(name)))
-        expected_ids |= ids
+        expected_ids |= in_file(name, ids)
     for name, (_make, fragment) in SPECIAL.items():
         if not any(fragment in line for line in lines_about(name)):
             missing.append((name, fragment, lines_about(name)))
     assert not missing, missing
-    assert not lines_about("good.jsonl")
+    assert not lines_about("good.jsonl") and not lines_about("zz_same_id_as_another_file.jsonl")
     assert lines[-1].startswith("paperchat: ") and lines[-1].endswith(
         "problem(s) above: those records were not stored; fix them and run again")
     assert all(line.startswith("paperchat: ") for line in lines)  # one line per problem, nothing else
@@ -155,7 +162,7 @@ def test_ingest_of_a_folder_of_broken_files_names_each_and_stores_every_valid_re
     from store.chroma import ChromaStore
 
     stored = set(ChromaStore(path=tmp_path / "data" / "chroma", collection="paperchat").paper_hashes())
-    assert stored == expected_ids
+    assert {pid.removeprefix(f"{folder.resolve().as_posix()}/") for pid in stored} == expected_ids
     assert result.stdout.startswith(f"ingested {len(expected_ids)} papers from ")
 
 

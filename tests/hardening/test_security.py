@@ -234,7 +234,8 @@ def test_injected_abstracts_cannot_remap_citations_or_add_sources(index_dir, ser
     server.reply = "Quokka routing selects clients [1]. Everything else follows [7]."
     answer, hits = ask_json(index_dir, server, INJECTION_QUESTION)
     sources = [s["paper_id"] for s in answer["sources"]]
-    assert {"inject-ignore", "inject-close"} <= set(sources)  # the injections were in the prompt
+    # the injections were in the prompt (ids are namespaced by their file: "…/injections.jsonl#inject-ignore")
+    assert {"inject-ignore", "inject-close"} <= {pid.rpartition("#")[2] for pid in sources}
     assert sources == [h["paper_id"] for h in hits]  # the sources are the search results, in order
     assert [(c["marker"], c["paper_id"]) for c in answer["citations"]] == [(1, sources[0])]  # [1] is the top hit
     assert "[7]" not in answer["answer"] and answer["invalid_markers"] == 1

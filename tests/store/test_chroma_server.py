@@ -21,7 +21,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def chroma_server(tmp_path_factory):
+def chroma_process(tmp_path_factory):
+    """(port, process) of a `chroma run` started for this module."""
     port = free_port()
     chroma = Path(sys.executable).with_name("chroma")
     proc = subprocess.Popen(
@@ -39,9 +40,14 @@ def chroma_server(tmp_path_factory):
     else:
         proc.kill()
         pytest.fail("chroma run did not start within 60 s")
-    yield port
+    yield port, proc
     proc.terminate()
     proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def chroma_server(chroma_process):
+    return chroma_process[0]
 
 
 def test_ingest_and_search_through_server(chroma_server, fake_embedder, bundled_papers, tmp_path):
@@ -64,3 +70,36 @@ def test_unreachable_server_is_a_clear_error():
     store = ChromaStore(host="127.0.0.1", port=free_port(), collection="nowhere")
     with pytest.raises(StoreUnavailable, match="chroma run"):
         store.counts()
+
+
+def test_a_stopped_server_fails_within_the_timeout(chroma_process, fake_embedder, bundled_papers):
+    """`kill -STOP` on `chroma run`: searches used to hang forever (chromadb's HTTP session has no timeout)."""
+    import os
+    import signal
+    import threading
+
+    port, process = chroma_process
+    store = ChromaStore(host="127.0.0.1", port=port, collection="stall-test", timeout=2)
+    Ingestor(store, fake_embedder, make_chunker(fake_embedder, 256, 1)).ingest(bundled_papers[:3])
+    pid = process.pid
+    outcome: dict = {}
+
+    def count() -> None:
+        try:
+            outcome["value"] = store.counts()
+        except Exception as error:  # noqa: BLE001 - handed back to the test
+            outcome["error"] = error
+
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        worker = threading.Thread(target=count, daemon=True)
+        started = time.monotonic()
+        worker.start()
+        worker.join(30)
+        elapsed = time.monotonic() - started
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert not worker.is_alive(), "still waiting for the stopped server after 30 s"
+    assert isinstance(outcome.get("error"), StoreUnavailable), outcome
+    assert "did not answer within 2 s" in str(outcome["error"]) and elapsed < 10
+

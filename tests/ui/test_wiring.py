@@ -74,3 +74,48 @@ def test_login_and_open_address_warning(launched, llm_server, capsys):
     launched(host="0.0.0.0")
     err = capsys.readouterr().err
     assert "warning: serving on 0.0.0.0" in err and "PAPERCHAT_AUTH" in err
+
+
+def test_invalid_chat_api_calls_are_answered_without_tracebacks(launched, capfd):
+    """Issue 17, item 11: every invalid /chat call used to log two tracebacks."""
+    from gradio_client import Client
+
+    url, _ = launched(max_question_chars=100)
+    client = Client(url, verbose=False)
+    capfd.readouterr()
+    for question in ("", "   ", "x" * 500):
+        with pytest.raises(Exception, match="question") as raised:
+            client.predict(question, api_name="/chat")
+        assert "Traceback" not in str(raised.value)
+    assert client.predict("state space models for client selection?", api_name="/chat")  # still answering
+    logged = capfd.readouterr()
+    assert "Traceback" not in logged.out + logged.err
+
+
+def test_four_endless_answers_do_not_keep_a_fifth_user_waiting(launched, llm_server):
+    """Issue 17, item 1: four streams kept open by ": ping" fill the four answer slots; they are cut at the
+    answer deadline (3 x PAPERCHAT_LLM_TIMEOUT = 3 s here) and the fifth user then gets an answer."""
+    import time
+
+    from gradio_client import Client
+
+    from ui.app import CONCURRENCY
+
+    llm_server.mode = "ping"
+    llm_server.reply = "FedSSM selects clients with state space models [1]."
+    url, _ = launched(llm_timeout=1.0, llm_retries=0)
+    started = time.monotonic()
+    endless = [Client(url, verbose=False).submit(QUESTION, api_name="/chat") for _ in range(CONCURRENCY)]
+    deadline = time.monotonic() + 20
+    while len(llm_server.chat_requests) < CONCURRENCY and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(llm_server.chat_requests) == CONCURRENCY  # every slot holds an endless stream
+    llm_server.mode = "stream"
+    fifth = Client(url, verbose=False).submit(QUESTION, api_name="/chat")
+    assert fifth.result(timeout=60).startswith("FedSSM selects clients")
+    waited = time.monotonic() - started
+    for job in endless:
+        with pytest.raises(Exception, match="sent no answer within 3 s") as raised:
+            job.result(timeout=30)
+        assert "PAPERCHAT_LLM_TIMEOUT" in str(raised.value)
+    assert waited < 30  # cut at the 3 s deadline, not at the endpoint's whim (the probe waited 104 s)
