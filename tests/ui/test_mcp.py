@@ -84,9 +84,9 @@ async def over_http(url: str, key: str | None) -> dict:
     from mcp.client.streamable_http import streamable_http_client
 
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=120.0)) as http:
-        async with Client(streamable_http_client(url, http_client=http)) as client:
-            return await exercise(client)
+    async with (httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=120.0)) as http,
+                Client(streamable_http_client(url, http_client=http)) as client):
+        return await exercise(client)
 
 
 def test_mcp_over_http_in_the_served_app(served_app):
