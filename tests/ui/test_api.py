@@ -263,3 +263,47 @@ def test_twenty_streaming_clients_at_once_each_get_their_own_answer(served_app):
         assert search_query == question  # its own question was answered...
         assert cited and cited[0] == paper, (number, cited)  # ...citing its own paper first
         assert "Sources:\n[1]" in text
+
+
+# --- bugs: 500 without a traceback, and the server keeps serving -----------------------------------------------------
+
+
+class BrokenPipeline:
+    """Fails as a bug would: before answering, or after part of a streamed answer."""
+
+    def __init__(self, after_text: bool) -> None:
+        self.after_text = after_text
+
+    def answer(self, question, history=(), *, k=None):
+        raise RuntimeError("secret internal detail")
+
+    def stream(self, question, history=(), *, k=None):
+        from rag.pipeline import SourcesEvent, TextEvent
+
+        yield SourcesEvent([], question)
+        if self.after_text:
+            yield TextEvent(content="A partial answer")
+        raise RuntimeError("secret internal detail")
+
+
+def test_a_bug_is_a_500_in_openai_shape_and_the_server_keeps_serving(served_app, client, llm, monkeypatch):
+    import openai
+
+    from ui import answers
+
+    monkeypatch.setattr(answers, "pipeline_for", lambda *a, **k: BrokenPipeline(after_text=False))
+    for stream in (False, True):
+        response = post(served_app, {"model": "paperchat", "messages": user(QUESTION), "stream": stream})
+        assert response.status_code == 500
+        error = response.json()["error"]
+        assert error["type"] == "server_error" and "internal error: RuntimeError" in error["message"]
+        assert "secret internal detail" not in response.text and "Traceback" not in response.text
+
+    monkeypatch.setattr(answers, "pipeline_for", lambda *a, **k: BrokenPipeline(after_text=True))
+    with pytest.raises(openai.APIError, match="internal error: RuntimeError") as caught:  # an error event mid-stream
+        for _ in client.chat.completions.create(model="paperchat", messages=user(QUESTION), stream=True):
+            pass
+    assert "secret internal detail" not in str(caught.value)
+    monkeypatch.undo()
+    completion = client.chat.completions.create(model="paperchat", messages=user(QUESTION))
+    assert completion.model_extra["citations"][0]["paper_id"] == FEDSSM
