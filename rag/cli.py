@@ -449,7 +449,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from ui.cli_serve import add_serve_arguments, cmd_serve
 
-    p = sub.add_parser("serve", help="open the web UI (http://127.0.0.1:7860)")
+    p = sub.add_parser("serve", help="open the web UI (http://127.0.0.1:7860), with the OpenAI-compatible API at "
+                                     "/v1 and the MCP server at /mcp")
     add_serve_arguments(p)
     p.set_defaults(func=cmd_serve)
 
