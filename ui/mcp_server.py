@@ -108,7 +108,7 @@ def build_mcp_server(services: Services, gate: AnswerGate | None = None) -> MCPS
                        paper_dict(paper))
 
     @server.tool(title="List papers")
-    async def list_papers(filter: str = "") -> CallToolResult:  # noqa: A002 - the tool's public parameter name
+    async def list_papers(filter: str = "") -> CallToolResult:
         """The papers in the index (title, id, source), optionally only those whose title, abstract or file
         name contain every word of the filter."""
         papers = await in_turn(services.papers)
