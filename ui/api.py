@@ -208,7 +208,8 @@ def parse_chat_request(services: Services, body: dict) -> ChatRequest:
     if not isinstance(model, str) or not model:
         raise APIError(400, f"'model' must be a string: {answers.DEFAULT_MODEL} or {answers.EXTRACTIVE_MODEL}",
                        param="model")
-    stream = body.get("stream", False)
+    stream = body.get("stream")
+    stream = False if stream is None else stream
     if not isinstance(stream, bool):
         raise APIError(400, "'stream' must be true or false", param="stream")
     n = body.get("n")
@@ -298,7 +299,8 @@ class ChatAPI:
 
     async def chat_completions(self, request: Request) -> Response:
         body = await read_json(request, self.max_body_bytes)
-        chat = parse_chat_request(self.services, body)
+        # In a worker thread: reading a conversation back may read the paper list from the store.
+        chat = await anyio.to_thread.run_sync(parse_chat_request, self.services, body)
         pipeline = await anyio.to_thread.run_sync(
             lambda: answers.pipeline_for(self.services, chat.model, temperature=chat.temperature,
                                          max_tokens=chat.max_tokens)

@@ -307,3 +307,15 @@ def test_a_bug_is_a_500_in_openai_shape_and_the_server_keeps_serving(served_app,
     monkeypatch.undo()
     completion = client.chat.completions.create(model="paperchat", messages=user(QUESTION))
     assert completion.model_extra["citations"][0]["paper_id"] == FEDSSM
+
+
+def test_what_other_clients_send_is_accepted(served_app, llm):
+    """Nulls for optional fields, OpenAI's extra parameters and content parts, as Open WebUI and others send them."""
+    response = post(served_app, {
+        "model": "paperchat", "stream": None, "temperature": None, "max_tokens": None, "n": None, "top_p": 1,
+        "stream_options": None, "user": "someone", "presence_penalty": 0,
+        "messages": [{"role": "system", "content": "You are helpful."},
+                     {"role": "user", "name": "ann", "content": [{"type": "text", "text": QUESTION}]}],
+    })
+    assert response.status_code == 200, response.text
+    assert response.json()["citations"][0]["paper_id"] == FEDSSM

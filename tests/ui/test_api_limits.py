@@ -52,6 +52,7 @@ def test_open_without_a_key_on_loopback(served_app):
 
 
 def test_saturated_is_429_with_retry_after_then_served_again(served_app, slow_llm):
+    slow_llm.delay = 0.03  # about 1.5 s: long enough to be busy for the second request
     with httpx.stream("POST", served_app.api_url + "/chat/completions", json=body(stream=True), timeout=60,
                       trust_env=False) as first:
         assert first.status_code == 200
