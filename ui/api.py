@@ -482,9 +482,9 @@ def build_service(services: Services, *, host: str, loopback: bool, mcp: bool = 
             async with server.session_manager.run():
                 yield
 
-    guard = "a key (PAPERCHAT_API_KEY)" if key else "no key: loopback only"
+    guard = "each request needs PAPERCHAT_API_KEY" if key else "open on loopback, no key set"
     return Service([Middleware(ServiceRoutes, api=api, mcp=mcp_app)], lifespan,
-                   f"API at {API_PREFIX}" + (f", MCP at {MCP_PATH}" if mcp else "") + f" ({guard})")
+                   f"OpenAI-compatible API at {API_PREFIX}" + (f", MCP at {MCP_PATH}" if mcp else "") + f" ({guard})")
 
 
 def _transport_security(keyed: bool):

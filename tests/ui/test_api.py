@@ -319,3 +319,11 @@ def test_what_other_clients_send_is_accepted(served_app, llm):
     })
     assert response.status_code == 200, response.text
     assert response.json()["citations"][0]["paper_id"] == FEDSSM
+
+
+def test_the_start_up_message_says_a_key_is_needed(served_app):
+    from ui.api import build_service
+
+    service = build_service(served_app.services, host="0.0.0.0", loopback=False)
+    assert service.message == "OpenAI-compatible API at /v1, MCP at /mcp (each request needs PAPERCHAT_API_KEY)"
+    assert API_KEY not in service.message

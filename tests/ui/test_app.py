@@ -71,7 +71,7 @@ def test_the_same_process_serves_the_openai_api_and_mcp(app):
             return {tool.name for tool in (await mcp_client.list_tools()).tools}
 
     assert asyncio.run(tools()) >= {"search_papers", "ask", "get_paper", "list_papers"}
-    assert "API at /v1, MCP at /mcp (no key: loopback only)" in log.read_text()
+    assert "OpenAI-compatible API at /v1, MCP at /mcp (open on loopback, no key set)" in log.read_text()
 
 
 def test_ctrl_c_stops_the_app_cleanly(app):
