@@ -104,16 +104,12 @@ def split_sources(text: str) -> tuple[str, list[tuple[str, int]]]:
     return text.strip(), []
 
 
-def conversation(services: Services, messages, *, where: str = "messages") -> tuple[str, list[dict]]:
-    """OpenAI chat messages -> (the question: the last user message, the history the pipeline reads).
-
-    Earlier user and assistant turns are the conversation, so "what did the second one evaluate on?"
-    resolves against the papers the previous answer cited (read back from its sources block); system
-    and tool messages are not used (paperchat writes its own instructions).
-    """
-    if not isinstance(messages, list) or not messages:
-        raise QueryError(f"'{where}' must be a non-empty list of {{\"role\": ..., \"content\": ...}} objects")
-    turns: list[tuple[str, str]] = []
+def read_turns(messages, where: str) -> list[tuple[str, str, dict]]:
+    """The user and assistant turns of chat messages: (role, text, the message); others are checked, then
+    left out (paperchat writes its own instructions)."""
+    if not isinstance(messages, list):
+        raise QueryError(f"'{where}' must be a list of {{\"role\": ..., \"content\": ...}} objects")
+    turns = []
     for number, message in enumerate(messages):
         here = f"{where}[{number}]"
         if not isinstance(message, dict):
@@ -123,37 +119,49 @@ def conversation(services: Services, messages, *, where: str = "messages") -> tu
             raise QueryError(f"{here}: 'role' must be one of {', '.join(ROLES)}")
         text = message_text(message.get("content"), here)
         if role in ("user", "assistant"):
-            turns.append((role, text))
-    if not turns or turns[-1][0] != "user" or not turns[-1][1].strip():
-        raise QueryError(f"the last message in '{where}' must be the user's question (role 'user', non-empty)")
+            turns.append((role, text, message))
+    return turns
+
+
+def history_of(services: Services, turns: list[tuple[str, str, dict]]) -> list[dict]:
+    """Turns -> the history the pipeline reads. An assistant turn's cited papers are its "papers" when it
+    gives them (the ``ask`` tool's history), else read back from the sources block this server wrote."""
     lookup: dict[tuple[str, int], str] | None = None
     history: list[dict] = []
-    for role, text in turns[:-1]:
+    for role, text, message in turns:
         if role == "user":
             history.append({"role": "user", "content": text})
             continue
         answer, places = split_sources(text)
         entry = {"role": "assistant", "content": answer}
-        if places:
+        given = message.get("papers")
+        if isinstance(given, list) and all(isinstance(p, str) for p in given):
+            entry["papers"] = list(given)
+        elif places:
             if lookup is None:
                 lookup = {(p.source, p.ordinal): p.paper_id for p in services.papers()}
             entry["papers"] = [lookup[place] for place in places if place in lookup]
         history.append(entry)
-    return turns[-1][1].strip(), history
+    return history
+
+
+def conversation(services: Services, messages, *, where: str = "messages") -> tuple[str, list[dict]]:
+    """OpenAI chat messages -> (the question: the last user message, the history the pipeline reads).
+
+    Earlier user and assistant turns are the conversation, so "what did the second one evaluate on?"
+    resolves against the papers the previous answer cited, as in the web UI.
+    """
+    if not isinstance(messages, list) or not messages:
+        raise QueryError(f"'{where}' must be a non-empty list of {{\"role\": ..., \"content\": ...}} objects")
+    turns = read_turns(messages, where)
+    if not turns or turns[-1][0] != "user" or not turns[-1][1].strip():
+        raise QueryError(f"the last message in '{where}' must be the user's question (role 'user', non-empty)")
+    return turns[-1][1].strip(), history_of(services, turns[:-1])
 
 
 def history_from(services: Services, history) -> list[dict]:
-    """An ``ask`` tool's ``history`` (chat messages, optionally with "papers") -> what the pipeline reads."""
-    if history is None:
-        return []
-    if not isinstance(history, list):
-        raise QueryError("'history' must be a list of {\"role\": ..., \"content\": ...} objects")
-    _, read = conversation(services, [*history, {"role": "user", "content": "?"}], where="history")
-    for entry, given in zip(read, (m for m in history if m.get("role") in ("user", "assistant")), strict=True):
-        papers = given.get("papers")
-        if entry["role"] == "assistant" and isinstance(papers, list) and all(isinstance(p, str) for p in papers):
-            entry["papers"] = list(papers)
-    return read
+    """An ``ask`` tool's ``history`` (chat messages, an assistant turn optionally with "papers")."""
+    return [] if history is None else history_of(services, read_turns(history, "history"))
 
 
 # --- answers --------------------------------------------------------------------------------------------------
@@ -201,7 +209,7 @@ class AnswerGate:
     async def acquire(self) -> None:
         if self._slots.locked() and self.waiting >= self.max_waiting:
             raise ServerBusy(f"busy: {self.concurrent} answers are being written and {self.waiting} wait; "
-                       "retry in a few seconds")
+                             "retry in a few seconds")
         self.waiting += 1
         try:
             await self._slots.acquire()
