@@ -288,6 +288,27 @@ def cmd_chat(args) -> int:
             history += [{"role": "user", "content": question}, _history_entry(answer)]
 
 
+# --- MCP ----------------------------------------------------------------------------------------
+
+
+def cmd_mcp(args) -> int:
+    """An MCP server over stdio (for desktop clients and agents): stdout carries the protocol only."""
+    from rag.components import print_notice
+    from ui.callbacks import Services
+    from ui.mcp_server import run_stdio
+
+    components = _components(args)
+    services = Services(components)
+    try:
+        ensure_index(components)
+        services.warm_up()
+        print_notice(components)
+        run_stdio(services)
+    finally:
+        services.close()
+    return 0
+
+
 # --- doctor -------------------------------------------------------------------------------------
 
 
@@ -482,9 +503,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     from ui.cli_serve import add_serve_arguments, cmd_serve
 
-    p = sub.add_parser("serve", help="open the web UI (http://127.0.0.1:7860)")
+    p = sub.add_parser("serve", help="open the web UI (http://127.0.0.1:7860), with the OpenAI-compatible API at "
+                                     "/v1 and the MCP server at /mcp")
     add_serve_arguments(p)
     p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("mcp", help="an MCP server over stdio (tools: search_papers, ask, get_paper, list_papers)")
+    p.add_argument("--k", type=int, default=None, help="papers to consult (default: PAPERCHAT_TOP_K)")
+    p.add_argument("--extractive", action="store_true", help="no LLM: answer with cited sentences")
+    p.set_defaults(func=cmd_mcp)
 
     p = sub.add_parser("prompt", help="an interactive search prompt")
     p.add_argument("--k", type=int, default=None)

@@ -15,6 +15,8 @@ Hierarchy::
     │   ├── IndexLocked          another ingest holds the lock
     │   └── StoreUnavailable     the Chroma server cannot be reached
     ├── QueryError               a question that cannot be searched (too long, empty)
+    │   └── UnknownModel         an API request names a model this server does not offer
+    ├── ServerBusy               every answer slot of the API is taken: retry later
     └── LLMError                 the chat endpoint failed
         ├── LLMUnavailable       connection refused / DNS / network
         ├── LLMAuthError         401/403: key missing or rejected
@@ -65,6 +67,14 @@ class StoreUnavailable(StoreError):
 
 class QueryError(PaperchatError):
     """A question that cannot be searched."""
+
+
+class UnknownModel(QueryError):
+    """An API request names a model this server does not offer."""
+
+
+class ServerBusy(PaperchatError):
+    """Every answer slot of the API is taken and the waiting line is full: retry later."""
 
 
 class LLMError(PaperchatError):

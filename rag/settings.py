@@ -163,6 +163,27 @@ class Settings(BaseSettings):
     # --- UI ------------------------------------------------------------------------------------
     auth: str | None = Field(None, description="`user:password` to require a login in the web UI.")
 
+    # --- API and MCP server --------------------------------------------------------------------
+    api_key: SecretStr | None = Field(
+        None,
+        description=(
+            "Key that every request to the OpenAI-compatible API (`/v1`) and the MCP server (`/mcp`) must send as "
+            "`Authorization: Bearer KEY`. Unset: both are open on 127.0.0.1 and off on any other address."
+        ),
+    )
+    api_max_concurrent: int = Field(
+        4, ge=1, le=256, description="API and MCP answers written at once; more requests wait their turn."
+    )
+    api_max_waiting: int = Field(
+        64,
+        ge=0,
+        le=10000,
+        description="API requests that may wait for a turn; past that the API answers 429 (retry later).",
+    )
+    api_max_body_bytes: int = Field(
+        262144, ge=1024, description="Largest API request body in bytes; larger ones get 413."
+    )
+
     @field_validator("llm_base_url")
     @classmethod
     def _strip_slash(cls, value: str | None) -> str | None:
@@ -177,6 +198,11 @@ class Settings(BaseSettings):
     @classmethod
     def _blank_is_unset(cls, value: str | None) -> str | None:
         return value.strip() or None if value is not None else None
+
+    @field_validator("api_key")
+    @classmethod
+    def _blank_key_is_unset(cls, value: SecretStr | None) -> SecretStr | None:
+        return value if value is not None and value.get_secret_value().strip() else None
 
     @field_validator("auth")
     @classmethod

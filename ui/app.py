@@ -235,8 +235,12 @@ def prepare(components) -> Services:
 
 
 def launch(demo: gr.Blocks, settings, *, host: str | None = None, port: int | None = None, share: bool = False,
-           open_browser: bool = False) -> str:
-    """Start serving ``demo`` without blocking; returns the local URL. Warns when it is open to others."""
+           open_browser: bool = False, services: Services | None = None) -> str:
+    """Start serving ``demo`` without blocking; returns the local URL. Warns when it is open to others.
+
+    With ``services``, the OpenAI-compatible API (``/v1``) and the MCP server (``/mcp``) are served on the
+    same port, in front of the UI (``ui.api``).
+    """
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     host = resolve_host(host)
     port = resolve_port(port)
@@ -246,13 +250,25 @@ def launch(demo: gr.Blocks, settings, *, host: str | None = None, port: int | No
              "set PAPERCHAT_AUTH=user:password to require one")
     if share and auth is None:
         _say("warning: --share makes a public link without a login; set PAPERCHAT_AUTH=user:password first")
+    extra = {}
+    service = None
+    if services is not None:
+        from ui.api import build_service
+
+        service = build_service(services, host=host, loopback=is_loopback(host) and not share)
+        # Gradio builds its FastAPI app from these: the API's routes sit in front of the UI's, and the MCP
+        # sessions live as long as the server.
+        extra["app_kwargs"] = {"middleware": service.middleware,
+                               **({"lifespan": service.lifespan} if service.lifespan else {})}
     _app, local_url, share_url = demo.launch(
         server_name=host, server_port=port, share=bool(share), auth=auth, inbrowser=open_browser,
         prevent_thread_lock=True, quiet=True, show_error=False, ssr_mode=False, mcp_server=False,
         run_history=False,  # it would keep every event's inputs, the API key too, in the browser
-        enable_monitoring=False, footer_links=["api", "settings"], css=render.CSS, theme=gr.themes.Soft(),
+        enable_monitoring=False, footer_links=["api", "settings"], css=render.CSS, theme=gr.themes.Soft(), **extra,
     )
     _say(f"open {local_url}" + (f" (public link: {share_url})" if share_url else "") + "; Ctrl-C stops")
+    if service is not None:
+        _say(service.message)
     return local_url
 
 
@@ -270,7 +286,8 @@ def serve(components, *, host: str | None = None, port: int | None = None, share
         services = prepare(components)
         demo = build_app(services)
         previous_term = signal.signal(signal.SIGTERM, on_term)
-        launch(demo, components.settings, host=host, port=port, share=share, open_browser=open_browser)
+        launch(demo, components.settings, host=host, port=port, share=share, open_browser=open_browser,
+               services=services)
         demo.block_thread()  # returns on Ctrl-C (and on SIGTERM, turned into one above)
         return 0
     except KeyboardInterrupt:

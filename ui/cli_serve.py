@@ -1,4 +1,5 @@
-"""``paperchat serve``: open the web UI. ``python app.py`` takes the same options.
+"""``paperchat serve``: open the web UI, with the OpenAI-compatible API (``/v1``) and the MCP server (``/mcp``)
+on the same port. ``python app.py`` takes the same options.
 
 Hook into ``rag/cli.py``::
 

@@ -40,6 +40,8 @@ def test_paperchat_variable_wins_over_openai(settings_factory, monkeypatch):
     ("PAPERCHAT_AUTH", "nopassword", "user:password"),
     ("PAPERCHAT_LLM", "gpt", "PAPERCHAT_LLM"),
     ("PAPERCHAT_COLLECTION", "a b", "PAPERCHAT_COLLECTION"),
+    ("PAPERCHAT_API_MAX_CONCURRENT", "0", "PAPERCHAT_API_MAX_CONCURRENT"),
+    ("PAPERCHAT_API_MAX_BODY_BYTES", "10", "PAPERCHAT_API_MAX_BODY_BYTES"),
 ])
 def test_bad_values_are_config_errors(settings_factory, monkeypatch, name, value, fragment):
     monkeypatch.setenv(name, value)
@@ -51,3 +53,12 @@ def test_bad_values_are_config_errors(settings_factory, monkeypatch, name, value
 def test_unknown_override_is_rejected(settings_factory):
     with pytest.raises(ConfigError):
         settings_factory(no_such_setting=1)
+
+
+def test_the_api_key_is_secret_and_blank_is_unset(settings_factory, monkeypatch):
+    monkeypatch.setenv("PAPERCHAT_API_KEY", "s3cret-api-key")
+    settings = settings_factory()
+    assert settings.api_key.get_secret_value() == "s3cret-api-key"
+    assert "s3cret-api-key" not in repr(settings) and "s3cret-api-key" not in str(settings.model_dump())
+    monkeypatch.setenv("PAPERCHAT_API_KEY", "  ")
+    assert settings_factory().api_key is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -100,3 +101,58 @@ def wait_for_app(proc: subprocess.Popen, url: str, log_path: Path, timeout: floa
 def write_extra_corpus(path: Path) -> Path:
     path.write_text(json.dumps(XSS_RECORD) + "\n", encoding="utf-8")
     return path
+
+
+# --- a served app with the API and MCP server (one per test module) ------------------------------------------------
+
+API_KEY = "test-api-key-7f3c9a"
+
+
+class ServedApp:
+    """A running app (UI, ``/v1``, ``/mcp`` on one 127.0.0.1 port) in this process, over the tiny index."""
+
+    def __init__(self, url: str, services, demo, llm) -> None:
+        self.url = url  # ends in "/"
+        self.services = services
+        self.demo = demo
+        self.llm = llm  # the scripted endpoint behind the "paperchat" model
+
+    @property
+    def api_url(self) -> str:
+        return self.url + "v1"
+
+
+@pytest.fixture(scope="module")
+def served_app(tmp_path_factory, request):
+    """``served_app`` for a module: the tiny index (fake embedder), the scripted LLM as the default writer.
+
+    A module sets ``SERVED_SETTINGS`` (a dict) to change settings, e.g. ``{"api_key": API_KEY}``.
+    """
+    from rag.components import Components
+    from rag.settings import load_settings
+    from tests.conftest import FakeEmbedder
+    from tests.fake_llm import ScriptedLLMServer
+    from tests.processes import free_port
+    from ui.app import build_app, launch
+    from ui.callbacks import Services
+
+    overrides = dict(getattr(request.module, "SERVED_SETTINGS", {}))
+    host = overrides.pop("host", "127.0.0.1")
+    folder = tmp_path_factory.mktemp("served")
+    with pytest.MonkeyPatch.context() as mp, ScriptedLLMServer() as llm:
+        for key in list(os.environ):
+            if key.startswith("PAPERCHAT_") or key in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
+                mp.delenv(key)
+        settings = load_settings(data_dir=folder / "index", llm="endpoint", llm_base_url=llm.base_url,
+                                 llm_retries=0, **overrides)
+        components = Components(settings)
+        components.__dict__["embedder"] = FakeEmbedder()
+        components.ingestor(show_progress=False).ingest(tiny_papers())
+        services = Services(components, probe_timeout=2.0)
+        demo = build_app(services)
+        try:
+            url = launch(demo, settings, host=host, port=free_port(), services=services)
+            yield ServedApp(url.replace("0.0.0.0", "127.0.0.1"), services, demo, llm)
+        finally:
+            demo.close()
+            services.close()

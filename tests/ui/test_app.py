@@ -51,6 +51,29 @@ def test_empty_index_was_built_on_startup_and_nothing_is_public(app):
     assert "gradio.live" not in text and "warning" not in text  # loopback, no share link
 
 
+def test_the_same_process_serves_the_openai_api_and_mcp(app):
+    """``python app.py`` (what ``paperchat serve`` runs): /v1 and /mcp on the UI's port, open on loopback."""
+    import asyncio
+
+    from mcp import Client
+    from openai import OpenAI
+
+    url, _, log = app
+    with OpenAI(base_url=url + "v1", api_key="unused", max_retries=0, timeout=120) as client:
+        completion = client.chat.completions.create(
+            model="paperchat", messages=[{"role": "user", "content": "which papers use state-space models for "
+                                                                      "client selection?"}])
+    assert completion.choices[0].message.content.startswith(REPLY + "\n\nSources:\n[1] FedSSM")
+    assert completion.model_extra["citations"][0]["paper_id"] == "000_dcbf1b5d2daaeff5.txt#1"
+
+    async def tools() -> set[str]:
+        async with Client(url + "mcp") as mcp_client:
+            return {tool.name for tool in (await mcp_client.list_tools()).tools}
+
+    assert asyncio.run(tools()) >= {"search_papers", "ask", "get_paper", "list_papers"}
+    assert "OpenAI-compatible API at /v1, MCP at /mcp (open on loopback, no key set)" in log.read_text()
+
+
 def test_ctrl_c_stops_the_app_cleanly(app):
     _, proc, log = app
     proc.send_signal(signal.SIGINT)

@@ -1,0 +1,112 @@
+"""What the API and the MCP server share (ui.answers), as plain functions over the tiny index."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from rag.errors import QueryError, ServerBusy, UnknownModel
+from rag.types import Answer, Citation, Hit
+
+
+def test_sources_block_round_trip():
+    from ui.answers import answer_text, sources_tail, split_sources
+
+    answer = Answer(question="q", answer="FedSSM does it [1], and CausalAno too [2].", citations=[
+        Citation(1, "a#1", "FedSSM", "000.txt", 1), Citation(2, "b", "Causal — Ano", "extra.jsonl", 4, weak=True)])
+    text = answer_text(answer)
+    assert text == ("FedSSM does it [1], and CausalAno too [2].\n\nSources:\n[1] FedSSM — 000.txt #1\n"
+                    "[2] Causal — Ano — extra.jsonl #4 (weakly supported)")
+    assert split_sources(text) == (answer.answer, [("000.txt", 1), ("extra.jsonl", 4)])
+    assert text == answer.answer + sources_tail(answer)
+    refused = Answer(question="q", answer="Not covered.", sources=[Hit(1, "x", "X", 0.1, "f.txt", 2, "t")])
+    assert split_sources(answer_text(refused)) == ("Not covered.", [])  # nearest papers were not cited
+    assert split_sources("plain text") == ("plain text", [])
+
+
+def test_citation_fields_forward_what_to_dict_gives(monkeypatch):
+    from ui.answers import citation_fields
+
+    answer = Answer(question="q", answer="A [1].", citations=[Citation(1, "a", "A", "f.txt", 1, evidence="e")])
+    fields = citation_fields(answer)
+    assert fields["citations"] == [answer.citations[0].to_dict()] and "claims" not in fields
+    assert "answer" not in fields["paperchat"] and fields["paperchat"]["question"] == "q"
+    # Per-claim verdicts, whatever their fields, are passed through as Answer.to_dict gives them.
+    original = Answer.to_dict
+    monkeypatch.setattr(Answer, "to_dict", lambda self: {**original(self), "claims": [{"supported": True, "x": 1}]})
+    assert citation_fields(answer)["claims"] == [{"supported": True, "x": 1}]
+
+
+def test_conversation_reads_turns_and_cited_papers(make_services):
+    from ui.answers import conversation
+
+    services = make_services(llm="extractive")
+    question, history = conversation(services, [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": [{"type": "text", "text": "which papers"}, {"type": "text", "text": "on FL?"}]},
+        {"role": "assistant", "content": "FedSSM [1].\n\nSources:\n[1] FedSSM — 000_dcbf1b5d2daaeff5.txt #1\n"
+                                         "[2] Unknown — nowhere.txt #9"},
+        {"role": "user", "content": "  and the first one?  "},
+    ])
+    assert question == "and the first one?"
+    assert history == [{"role": "user", "content": "which papers\non FL?"},
+                       {"role": "assistant", "content": "FedSSM [1].", "papers": ["000_dcbf1b5d2daaeff5.txt#1"]}]
+
+
+@pytest.mark.parametrize("messages", [None, [], "hi", [1], [{"role": "user"}], [{"role": "user", "content": 3}],
+                                      [{"role": "bot", "content": "x"}], [{"role": "user", "content": "a"},
+                                                                          {"role": "assistant", "content": "b"}]])
+def test_conversation_rejects_bad_messages_in_one_line(make_services, messages):
+    from ui.answers import conversation
+
+    with pytest.raises(QueryError) as caught:
+        conversation(make_services(llm="extractive"), messages)
+    assert "\n" not in str(caught.value)
+
+
+def test_history_of_the_ask_tool_keeps_given_paper_ids(make_services):
+    from ui.answers import history_from
+
+    services = make_services(llm="extractive")
+    history = history_from(services, [{"role": "user", "content": "q"},
+                                      {"role": "assistant", "content": "A [1].", "papers": ["probe-xss"]}])
+    assert history[1] == {"role": "assistant", "content": "A [1].", "papers": ["probe-xss"]}
+    assert history_from(services, None) == []
+    with pytest.raises(QueryError):
+        history_from(services, "not a list")
+
+
+def test_pipeline_for_models(make_services, llm_server):
+    from ui.answers import pipeline_for
+
+    services = make_services(llm_base_url=llm_server.base_url)
+    default = pipeline_for(services, "paperchat")
+    assert default.chat_model is not None
+    assert pipeline_for(services, "paperchat-extractive").chat_model is None
+    shorter = pipeline_for(services, "paperchat", max_tokens=50)
+    assert shorter.config.max_tokens == 50 and shorter.chat_model is default.chat_model
+    assert pipeline_for(services, "paperchat", max_tokens=10**6).config.max_tokens == services.settings.llm_max_tokens
+    with pytest.raises(UnknownModel, match="paperchat, paperchat-extractive"):
+        pipeline_for(services, "gpt-4o")
+
+
+def test_gate_lets_some_wait_and_turns_the_rest_away():
+    from ui.answers import AnswerGate
+
+    async def scenario():
+        gate = AnswerGate(concurrent=1, waiting=1)
+        await gate.acquire()
+        waiter = asyncio.create_task(gate.acquire())
+        await asyncio.sleep(0)
+        assert gate.waiting == 1
+        with pytest.raises(ServerBusy, match="retry"):
+            await gate.acquire()
+        gate.release()
+        await waiter
+        gate.release()
+        async with gate.turn():
+            assert gate._slots.locked()
+        assert not gate._slots.locked()
+
+    asyncio.run(scenario())

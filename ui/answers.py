@@ -1,0 +1,228 @@
+"""What the OpenAI-compatible API and the MCP server share: the answer writers offered as models, a
+conversation read from chat messages, the structured citations of an answer, and a gate that limits
+how many answers are written at once. No HTTP here: ``ui.api`` and ``ui.mcp_server`` are the transports.
+
+The parts come from ``ui.callbacks.Services`` (the same index, embedder and pipelines as the web UI);
+nothing is built a second time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
+
+from rag.errors import QueryError, ServerBusy, UnknownModel
+from rag.pipeline import AnswerPipeline
+from rag.types import Answer
+from ui import render
+from ui.callbacks import Services
+
+DEFAULT_MODEL = "paperchat"
+EXTRACTIVE_MODEL = "paperchat-extractive"
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+SOURCES_HEADINGS = ("\n\nSources:\n", "\n\nNearest papers:\n")
+# "[2] FedSSM — 000_dcbf1b5d2daaeff5.txt #1 (weakly supported)": a line of the sources block (render.api_text).
+_SOURCE_LINE = re.compile(r"^\[(\d+)\] .* — (?P<source>.+) #(?P<ordinal>\d+)(?: \(weakly supported\))?$")
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    id: str
+    description: str
+
+
+def models(services: Services) -> list[ModelInfo]:
+    """The answer writers offered: the server's configured default, and extractive (no LLM)."""
+    from ui.callbacks import backend_description
+
+    default = backend_description(services, services.defaults())
+    return [
+        ModelInfo(DEFAULT_MODEL, f"the server's default answer writer: {default}"),
+        ModelInfo(EXTRACTIVE_MODEL, "extractive: quoted, cited sentences from the abstracts, no LLM"),
+    ]
+
+
+def pipeline_for(services: Services, model: str, *, temperature: float | None = None,
+                 max_tokens: int | None = None) -> AnswerPipeline:
+    """The pipeline answering as ``model``, with this request's temperature and answer length.
+
+    The shared pipelines are reused; a request that changes the answer length gets a light copy sharing
+    every part (the retriever, embedder, chat client and extractive answerer).
+    """
+    if model not in (DEFAULT_MODEL, EXTRACTIVE_MODEL):
+        known = ", ".join(m.id for m in models(services))
+        raise UnknownModel(f"the model {model!r} does not exist here: use one of {known} (GET /v1/models)")
+    defaults = services.defaults()
+    session = replace(
+        defaults,
+        extractive=model == EXTRACTIVE_MODEL or defaults.extractive,
+        temperature=defaults.temperature if temperature is None else temperature,
+    )
+    pipeline = services.pipeline_for(session)
+    if max_tokens is None or pipeline.chat_model is None:
+        return pipeline
+    # The server's limit stays the ceiling: the prompt is fitted to the context window with it.
+    config = replace(pipeline.config, max_tokens=max(1, min(max_tokens, pipeline.config.max_tokens)))
+    return AnswerPipeline(pipeline.retriever, pipeline.embedder, pipeline.chat_model, config=config,
+                          extractive=pipeline.extractive)
+
+
+# --- conversations --------------------------------------------------------------------------------------------
+
+
+def message_text(content, where: str) -> str:
+    """A chat message's text: a string, or a list of ``{"type": "text", "text": ...}`` parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
+                raise QueryError(f"{where}: only text content is read: give a string or "
+                                 "[{\"type\": \"text\", \"text\": \"...\"}] parts")
+            parts.append(part["text"])
+        return "\n".join(parts)
+    raise QueryError(f"{where}: 'content' must be a string or a list of text parts")
+
+
+def split_sources(text: str) -> tuple[str, list[tuple[str, int]]]:
+    """An answer as this server wrote it -> (the answer text, the (source, position) of each listed paper)."""
+    for heading in SOURCES_HEADINGS:
+        head, found, block = text.rpartition(heading)
+        if found:
+            places = []
+            for line in block.splitlines():
+                match = _SOURCE_LINE.match(line.strip())
+                if match:
+                    places.append((match["source"], int(match["ordinal"])))
+            return head.strip(), places if heading == SOURCES_HEADINGS[0] else []
+    return text.strip(), []
+
+
+def read_turns(messages, where: str) -> list[tuple[str, str, dict]]:
+    """The user and assistant turns of chat messages: (role, text, the message); others are checked, then
+    left out (paperchat writes its own instructions)."""
+    if not isinstance(messages, list):
+        raise QueryError(f"'{where}' must be a list of {{\"role\": ..., \"content\": ...}} objects")
+    turns = []
+    for number, message in enumerate(messages):
+        here = f"{where}[{number}]"
+        if not isinstance(message, dict):
+            raise QueryError(f"{here} must be an object with 'role' and 'content'")
+        role = message.get("role")
+        if not isinstance(role, str) or role not in ROLES:
+            raise QueryError(f"{here}: 'role' must be one of {', '.join(ROLES)}")
+        text = message_text(message.get("content"), here)
+        if role in ("user", "assistant"):
+            turns.append((role, text, message))
+    return turns
+
+
+def history_of(services: Services, turns: list[tuple[str, str, dict]]) -> list[dict]:
+    """Turns -> the history the pipeline reads. An assistant turn's cited papers are its "papers" when it
+    gives them (the ``ask`` tool's history), else read back from the sources block this server wrote."""
+    lookup: dict[tuple[str, int], str] | None = None
+    history: list[dict] = []
+    for role, text, message in turns:
+        if role == "user":
+            history.append({"role": "user", "content": text})
+            continue
+        answer, places = split_sources(text)
+        entry = {"role": "assistant", "content": answer}
+        given = message.get("papers")
+        if isinstance(given, list) and all(isinstance(p, str) for p in given):
+            entry["papers"] = list(given)
+        elif places:
+            if lookup is None:
+                lookup = {(p.source, p.ordinal): p.paper_id for p in services.papers()}
+            entry["papers"] = [lookup[place] for place in places if place in lookup]
+        history.append(entry)
+    return history
+
+
+def conversation(services: Services, messages, *, where: str = "messages") -> tuple[str, list[dict]]:
+    """OpenAI chat messages -> (the question: the last user message, the history the pipeline reads).
+
+    Earlier user and assistant turns are the conversation, so "what did the second one evaluate on?"
+    resolves against the papers the previous answer cited, as in the web UI.
+    """
+    if not isinstance(messages, list) or not messages:
+        raise QueryError(f"'{where}' must be a non-empty list of {{\"role\": ..., \"content\": ...}} objects")
+    turns = read_turns(messages, where)
+    if not turns or turns[-1][0] != "user" or not turns[-1][1].strip():
+        raise QueryError(f"the last message in '{where}' must be the user's question (role 'user', non-empty)")
+    return turns[-1][1].strip(), history_of(services, turns[:-1])
+
+
+def history_from(services: Services, history) -> list[dict]:
+    """An ``ask`` tool's ``history`` (chat messages, an assistant turn optionally with "papers")."""
+    return [] if history is None else history_of(services, read_turns(history, "history"))
+
+
+# --- answers --------------------------------------------------------------------------------------------------
+
+
+def answer_text(answer: Answer) -> str:
+    """The answer with its ``[n]`` markers, then a readable sources block (what any chat client shows)."""
+    return render.api_text(answer)
+
+
+def sources_tail(answer: Answer) -> str:
+    """What follows the answer's own text in :func:`answer_text`: streamed after the answer."""
+    text = answer_text(answer)
+    lead = answer.answer.strip()
+    return text[len(lead):] if text.startswith(lead) else "\n\n" + text
+
+
+def citation_fields(answer: Answer) -> dict:
+    """The structured citations for clients that render them: ``citations`` (and ``claims`` when the answer
+    has per-claim verdicts) as ``Answer.to_dict`` gives them, and the rest of it under ``paperchat``."""
+    data = answer.to_dict()
+    fields = {"citations": data.pop("citations", [])}
+    if "claims" in data:
+        fields["claims"] = data.pop("claims")
+    data.pop("answer", None)
+    fields["paperchat"] = data
+    return fields
+
+
+# --- how many answers at once ---------------------------------------------------------------------------------
+
+
+class AnswerGate:
+    """At most ``concurrent`` answers written at once, at most ``waiting`` more waiting; past that, ``ServerBusy``.
+
+    Used from one event loop (the server's); the answers themselves run in worker threads.
+    """
+
+    def __init__(self, concurrent: int, waiting: int) -> None:
+        self.concurrent = concurrent
+        self.max_waiting = waiting
+        self._slots = asyncio.Semaphore(concurrent)
+        self.waiting = 0
+
+    async def acquire(self) -> None:
+        if self._slots.locked() and self.waiting >= self.max_waiting:
+            raise ServerBusy(f"busy: {self.concurrent} answers are being written and {self.waiting} wait; "
+                             "retry in a few seconds")
+        self.waiting += 1
+        try:
+            await self._slots.acquire()
+        finally:
+            self.waiting -= 1
+
+    def release(self) -> None:
+        self._slots.release()
+
+    @contextlib.asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        await self.acquire()
+        try:
+            yield
+        finally:
+            self.release()

@@ -1,0 +1,494 @@
+"""The OpenAI-compatible API (``/v1``), served by ``paperchat serve`` beside the web UI on the same port.
+
+``GET /v1/models`` lists the answer writers; ``POST /v1/chat/completions`` answers the last user message
+with the earlier turns as the conversation, streamed (server-sent events in OpenAI's chunk format, then
+``data: [DONE]``) or not. The answer text keeps its ``[n]`` markers and ends with a readable sources block;
+the structured citations ride in extra fields (``citations``, ``claims`` when present, ``paperchat``) of
+the response and of the last stream chunk. Errors are OpenAI's error JSON with OpenAI's status codes and
+never a traceback.
+
+``ServiceRoutes`` puts this API and the MCP server (``ui.mcp_server``) in front of the Gradio app:
+requests under ``/v1`` and ``/mcp`` go to them, everything else to the UI. ``RequireKey`` guards both
+with ``PAPERCHAT_API_KEY``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+
+import anyio
+import anyio.to_thread
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from rag.errors import LLMError, LLMRateLimited, PaperchatError, QueryError, ServerBusy, UnknownModel
+from rag.pipeline import FinalEvent, SourcesEvent, TextEvent
+from rag.retrieval import validate_question
+from ui import answers
+from ui.answers import AnswerGate
+from ui.callbacks import Services
+
+log = logging.getLogger("paperchat.api")
+
+API_PREFIX = "/v1"
+MCP_PATH = "/mcp"
+CREATED = 1767225600  # the models' "created" time (OpenAI clients show it); 2026-01-01
+RETRY_AFTER = "2"  # seconds a client told 429 should wait
+_END = object()
+
+
+class APIError(Exception):
+    """An error answered in OpenAI's shape: ``{"error": {"message", "type", "param", "code"}}``."""
+
+    def __init__(self, status: int, message: str, *, kind: str = "invalid_request_error", code: str | None = None,
+                 param: str | None = None, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.kind = kind
+        self.code = code
+        self.param = param
+        self.headers = headers or {}
+
+    def body(self) -> dict:
+        return {"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}}
+
+    def response(self) -> JSONResponse:
+        return JSONResponse(self.body(), status_code=self.status, headers=self.headers)
+
+
+def api_error(error: Exception) -> APIError:
+    """Any exception -> the APIError a client gets; unexpected ones are logged, never shown."""
+    if isinstance(error, APIError):
+        return error
+    if isinstance(error, UnknownModel):
+        return APIError(404, str(error), code="model_not_found", param="model")
+    if isinstance(error, QueryError):
+        return APIError(400, str(error))
+    if isinstance(error, ServerBusy):
+        return APIError(429, str(error), kind="rate_limit_error", code="server_busy",
+                        headers={"Retry-After": RETRY_AFTER})
+    if isinstance(error, LLMRateLimited):
+        return APIError(429, f"the answer writer is rate limited: {error}; retry later",
+                        kind="rate_limit_error", code="upstream_rate_limited", headers={"Retry-After": RETRY_AFTER})
+    if isinstance(error, LLMError):
+        return APIError(503, f"the answer writer failed: {error}; retry later, or use the model "
+                             f"{answers.EXTRACTIVE_MODEL} (no LLM)", kind="server_error", code="upstream_unavailable")
+    if isinstance(error, PaperchatError):
+        return APIError(503, str(error), kind="server_error", code="unavailable")
+    log.error("API request failed", exc_info=error)
+    return APIError(500, f"internal error: {type(error).__name__} (this is a bug; the server log has details)",
+                    kind="server_error", code="internal_error")
+
+
+# --- access ---------------------------------------------------------------------------------------------------
+
+
+def key_matches(header: str, key: str) -> bool:
+    """``Authorization: Bearer <key>``, compared in constant time."""
+    scheme, _, token = header.strip().partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), key.encode())
+
+
+class RequireKey:
+    """Every HTTP request needs ``Authorization: Bearer <key>``; ``key=None`` lets everything through."""
+
+    def __init__(self, app: ASGIApp, key: str | None) -> None:
+        self.app = app
+        self.key = key
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.key is not None:
+            header = Headers(scope=scope).get("authorization", "")
+            if not key_matches(header, self.key):
+                message = ("invalid API key: send the server's PAPERCHAT_API_KEY as 'Authorization: Bearer KEY'"
+                           if header else "missing API key: send 'Authorization: Bearer KEY' "
+                                          "(the server's PAPERCHAT_API_KEY)")
+                error = APIError(401, message, kind="authentication_error", code="invalid_api_key",
+                                 headers={"WWW-Authenticate": "Bearer"})
+                await error.response()(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+class Refuse:
+    """Answers every request with one error (the API is off: served on an open address without a key)."""
+
+    def __init__(self, error: APIError) -> None:
+        self.error = error
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await self.error.response()(scope, receive, send)
+
+
+class ServiceRoutes:
+    """ASGI middleware in front of the Gradio app: ``/v1...`` -> the API, ``/mcp...`` -> MCP, the rest -> UI."""
+
+    def __init__(self, app: ASGIApp, *, api: ASGIApp, mcp: ASGIApp | None = None) -> None:
+        self.app = app
+        self.api = api
+        self.mcp = mcp
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            path = scope["path"]
+            if path == API_PREFIX or path.startswith(API_PREFIX + "/"):
+                await self.api(scope, receive, send)
+                return
+            if self.mcp is not None and (path == MCP_PATH or path.startswith(MCP_PATH + "/")):
+                await self.mcp(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+# --- requests -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    model: str
+    question: str
+    history: list[dict]
+    stream: bool
+    temperature: float | None
+    max_tokens: int | None
+
+
+async def read_json(request: Request, limit: int) -> dict:
+    """The request's JSON object, read up to ``limit`` bytes (413 past it, 400 when it is not a JSON object)."""
+    too_large = APIError(413, f"the request body is larger than {limit:,} bytes: send a shorter conversation "
+                              "(or raise PAPERCHAT_API_MAX_BODY_BYTES)", code="request_too_large")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_large
+    body = bytearray()
+    try:
+        async for piece in request.stream():
+            body += piece
+            if len(body) > limit:
+                raise too_large
+    except ClientDisconnect as e:
+        raise APIError(400, "the client closed the connection before the request body arrived") from e
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise APIError(400, f"the request body is not valid JSON ({e}): send a JSON object with 'model' and "
+                            "'messages'") from e
+    if not isinstance(data, dict):
+        raise APIError(400, "the request body must be a JSON object with 'model' and 'messages'")
+    return data
+
+
+def _number(body: dict, name: str, low: float, high: float, *, integer: bool = False):
+    value = body.get(name)
+    if value is None:
+        return None
+    wrong = isinstance(value, bool) or not isinstance(value, int if integer else (int, float))
+    if wrong or not low <= value <= high:
+        kind = "an integer" if integer else "a number"
+        raise APIError(400, f"'{name}' must be {kind} from {low:g} to {high:g}", param=name)
+    return value
+
+
+def parse_chat_request(services: Services, body: dict) -> ChatRequest:
+    model = body.get("model", answers.DEFAULT_MODEL)
+    if not isinstance(model, str) or not model:
+        raise APIError(400, f"'model' must be a string: {answers.DEFAULT_MODEL} or {answers.EXTRACTIVE_MODEL}",
+                       param="model")
+    stream = body.get("stream")
+    stream = False if stream is None else stream
+    if not isinstance(stream, bool):
+        raise APIError(400, "'stream' must be true or false", param="stream")
+    n = body.get("n")
+    if n is not None and (isinstance(n, bool) or n != 1):
+        raise APIError(400, "'n' must be 1: one answer per request", param="n")
+    temperature = _number(body, "temperature", 0.0, 2.0)
+    max_tokens = _number(body, "max_tokens", 1, 1_000_000, integer=True)
+    if max_tokens is None:
+        max_tokens = _number(body, "max_completion_tokens", 1, 1_000_000, integer=True)
+    if "messages" not in body:
+        raise APIError(400, "'messages' is required: a list of {\"role\": ..., \"content\": ...} objects, the last "
+                            "one the user's question", param="messages")
+    try:
+        question, history = answers.conversation(services, body["messages"])
+        validate_question(question, services.settings.max_question_chars)
+    except QueryError as e:
+        raise APIError(400, str(e), param="messages") from e
+    return ChatRequest(model, question, history, stream, temperature, max_tokens)
+
+
+# --- the answer, from the pipeline's worker thread ------------------------------------------------------------
+
+
+class EventPump:
+    """Pulls the pipeline's (blocking) events one at a time in a worker thread."""
+
+    def __init__(self, events: Iterator) -> None:
+        self.events = events
+
+    async def next(self):
+        return await anyio.to_thread.run_sync(next, self.events, _END)
+
+    async def close(self) -> None:
+        # Shielded: runs when the client went away and this task is being cancelled; the generator must
+        # close (and with it the LLM stream) in a worker thread, never on the event loop.
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self.events.close)
+
+
+def _chunk(ident: str, created: int, model: str, delta: dict, finish: str | None = None, **extra) -> bytes:
+    data = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}], **extra}
+    return b"data: " + json.dumps(data, ensure_ascii=False).encode() + b"\n\n"
+
+
+DONE = b"data: [DONE]\n\n"
+
+
+class GatedStream(StreamingResponse):
+    """A streamed answer that gives its answer slot back however it ends (finished, failed, client gone)."""
+
+    def __init__(self, content, release, **kwargs) -> None:
+        super().__init__(content, **kwargs)
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
+
+
+class ChatAPI:
+    def __init__(self, services: Services, gate: AnswerGate, *, max_body_bytes: int) -> None:
+        self.services = services
+        self.gate = gate
+        self.max_body_bytes = max_body_bytes
+
+    # --- routes ---------------------------------------------------------------------------------------------
+
+    async def list_models(self, request: Request) -> Response:
+        found = await anyio.to_thread.run_sync(answers.models, self.services)
+        return JSONResponse({"object": "list", "data": [self._model(m) for m in found]})
+
+    async def get_model(self, request: Request) -> Response:
+        found = await anyio.to_thread.run_sync(answers.models, self.services)
+        for model in found:
+            if model.id == request.path_params["model"]:
+                return JSONResponse(self._model(model))
+        raise UnknownModel(f"the model {request.path_params['model']!r} does not exist here: use one of "
+                           f"{', '.join(m.id for m in found)}")
+
+    @staticmethod
+    def _model(model: answers.ModelInfo) -> dict:
+        return {"id": model.id, "object": "model", "created": CREATED, "owned_by": "paperchat",
+                "description": model.description}
+
+    async def chat_completions(self, request: Request) -> Response:
+        body = await read_json(request, self.max_body_bytes)
+        # In a worker thread: reading a conversation back may read the paper list from the store.
+        chat = await anyio.to_thread.run_sync(parse_chat_request, self.services, body)
+        pipeline = await anyio.to_thread.run_sync(
+            lambda: answers.pipeline_for(self.services, chat.model, temperature=chat.temperature,
+                                         max_tokens=chat.max_tokens)
+        )
+        ident = "chatcmpl-" + secrets.token_hex(12)
+        created = int(time.time())
+        await self.gate.acquire()
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self.gate.release()
+
+        try:
+            if not chat.stream:
+                answer = await anyio.to_thread.run_sync(lambda: pipeline.answer(chat.question, chat.history))
+                return JSONResponse(self._completion(ident, created, chat.model, answer))
+            pump = EventPump(pipeline.stream(chat.question, chat.history))
+            try:
+                primed = await self._prime(pump)
+            except BaseException:
+                await pump.close()
+                raise
+            stream = self._stream(pump, primed, ident, created, chat.model)
+            return GatedStream(stream, release, media_type="text/event-stream",
+                               headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        except BaseException:
+            release()
+            raise
+        finally:
+            if not chat.stream:
+                release()
+
+    # --- answers --------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _completion(ident: str, created: int, model: str, answer) -> dict:
+        message = {"role": "assistant", "content": answers.answer_text(answer)}
+        if answer.reasoning:
+            message["reasoning_content"] = answer.reasoning
+        return {
+            "id": ident, "object": "chat.completion", "created": created, "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop", "logprobs": None}],
+            **answers.citation_fields(answer),
+        }
+
+    @staticmethod
+    async def _prime(pump: EventPump) -> list:
+        """Events up to the first text (or the end): errors before any text still get their own status."""
+        primed = []
+        while True:
+            event = await pump.next()
+            if event is _END:
+                return primed
+            primed.append(event)
+            if isinstance(event, FinalEvent) or (isinstance(event, TextEvent) and (event.content or event.reasoning)):
+                return primed
+
+    async def _stream(self, pump: EventPump, primed: list, ident: str, created: int,
+                      model: str) -> AsyncIterator[bytes]:
+        streamed: list[str] = []
+        final = None
+        try:
+            yield _chunk(ident, created, model, {"role": "assistant", "content": ""})
+            pending = list(primed)
+            while True:
+                event = pending.pop(0) if pending else await pump.next()
+                if event is _END:
+                    break
+                if isinstance(event, TextEvent):
+                    delta = {}
+                    if event.content:
+                        delta["content"] = event.content
+                        streamed.append(event.content)
+                    if event.reasoning:
+                        delta["reasoning_content"] = event.reasoning
+                    if delta:
+                        yield _chunk(ident, created, model, delta)
+                elif isinstance(event, FinalEvent):
+                    final = event.answer
+                elif not isinstance(event, SourcesEvent):
+                    log.warning("unexpected pipeline event %r", type(event).__name__)
+            if final is None:
+                raise RuntimeError("the pipeline ended without a final answer")
+            shown = "".join(streamed).strip()
+            text = final.answer.strip()
+            # The final text may add to what streamed (a refusal lists the nearest papers): send the rest.
+            rest = text[len(shown):] if text.startswith(shown) else ""
+            yield _chunk(ident, created, model, {"content": rest + answers.sources_tail(final)})
+            yield _chunk(ident, created, model, {}, "stop", **answers.citation_fields(final))
+            yield DONE
+        except (anyio.get_cancelled_exc_class(), GeneratorExit):
+            raise
+        except Exception as error:  # after the 200 went out: the error is an event, as OpenAI sends it
+            yield b"data: " + json.dumps(api_error(error).body(), ensure_ascii=False).encode() + b"\n\n"
+            yield DONE
+        finally:
+            await pump.close()
+
+
+def _guarded(handler):
+    """Any failure of a route -> an OpenAI-shaped error response (never a traceback)."""
+
+    async def route(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except Exception as error:
+            return api_error(error).response()
+
+    return route
+
+
+async def _not_found(request: Request, exc: HTTPException) -> Response:
+    if exc.status_code == 405:
+        return APIError(405, f"{request.method} is not allowed on {request.url.path}").response()
+    return APIError(404, f"no such endpoint: {request.url.path} (the API has GET /v1/models and "
+                         "POST /v1/chat/completions)", code="not_found").response()
+
+
+def build_api(services: Services, gate: AnswerGate, *, max_body_bytes: int) -> Starlette:
+    chat = ChatAPI(services, gate, max_body_bytes=max_body_bytes)
+    routes = [
+        Route(f"{API_PREFIX}/models", _guarded(chat.list_models), methods=["GET"]),
+        Route(f"{API_PREFIX}/models/{{model:path}}", _guarded(chat.get_model), methods=["GET"]),
+        Route(f"{API_PREFIX}/chat/completions", _guarded(chat.chat_completions), methods=["POST"]),
+    ]
+    return Starlette(routes=routes, exception_handlers={HTTPException: _not_found})
+
+
+# --- the service: API + MCP beside the UI ---------------------------------------------------------------------
+
+
+@dataclass
+class Service:
+    """What ``ui.app.launch`` adds to the Gradio app: its middleware, and a lifespan for the MCP sessions."""
+
+    middleware: list
+    lifespan: object
+    message: str
+
+
+def build_service(services: Services, *, host: str, loopback: bool, mcp: bool = True) -> Service:
+    """The API (and MCP server) for ``services``, guarded by ``PAPERCHAT_API_KEY``.
+
+    Without a key they are open on a loopback address and refused on any other (with a message saying
+    how to set one): an open address would hand the index and the LLM endpoint to anyone who can reach it.
+    """
+    from starlette.middleware import Middleware
+
+    settings = services.settings
+    key = settings.api_key.get_secret_value() if settings.api_key is not None else None
+    gate = AnswerGate(settings.api_max_concurrent, settings.api_max_waiting)
+    if key is None and not loopback:
+        refusal = APIError(
+            403, f"the API and MCP server are off: paperchat serves on {host}, reachable from other machines, "
+                 "without a key; set PAPERCHAT_API_KEY=<a long random string> and restart", kind="permission_error",
+            code="api_disabled",
+        )
+        refuse = Refuse(refusal)
+        return Service([Middleware(ServiceRoutes, api=refuse, mcp=refuse)], None,
+                       f"{refusal.message} (e.g. PAPERCHAT_API_KEY=$(python -c 'import secrets; "
+                       "print(secrets.token_urlsafe(32))'))")
+    api = RequireKey(build_api(services, gate, max_body_bytes=settings.api_max_body_bytes), key)
+    mcp_app = lifespan = None
+    if mcp:
+        from ui.mcp_server import build_mcp_server
+
+        server = build_mcp_server(services, gate)
+        mcp_asgi = server.streamable_http_app(
+            streamable_http_path=MCP_PATH, host=host, max_request_body_size=settings.api_max_body_bytes,
+            transport_security=_transport_security(key is not None),
+        )
+        mcp_app = RequireKey(mcp_asgi, key)
+
+        @contextlib.asynccontextmanager
+        async def lifespan(app):
+            async with server.session_manager.run():
+                yield
+
+    guard = "each request needs PAPERCHAT_API_KEY" if key else "open on loopback, no key set"
+    return Service([Middleware(ServiceRoutes, api=api, mcp=mcp_app)], lifespan,
+                   f"OpenAI-compatible API at {API_PREFIX}" + (f", MCP at {MCP_PATH}" if mcp else "") + f" ({guard})")
+
+
+def _transport_security(keyed: bool):
+    """With a key, any Host may reach MCP (the key guards it); without, the SDK's localhost-only default."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    return TransportSecuritySettings(enable_dns_rebinding_protection=False) if keyed else None
