@@ -79,6 +79,10 @@ class FollowUp:
     pinned: list[str] = field(default_factory=list)  # paper_ids the question refers to explicitly
 
 
+def _normalised(text: str) -> str:
+    return " ".join(re.sub(r"\[[0-9, ]+\]|[^\w\s]", " ", text.lower()).split())
+
+
 class MarkerFilter:
     """Drops citation markers that match no source from streamed text, holding back only a possible marker."""
 
@@ -285,7 +289,9 @@ class AnswerPipeline:
         checked = self.attributor.attribute(written, self._numbered(hits), question=question, drop_unsupported=True)
         kept = [c for c in checked.claims if c.supported]
         if design == "lead":
-            text = f"{checked.text}\n\n{evidence}" if kept else evidence
+            # A lead that only repeats an evidence sentence adds nothing: the evidence is the answer.
+            repeats = bool(kept) and _normalised(kept[0].text.split(": ", 1)[-1]) in _normalised(evidence)
+            text = f"{checked.text}\n\n{evidence}" if kept and not repeats else evidence
         else:
             text = checked.text if kept else evidence
         answer.interrupted = interrupted and not kept
