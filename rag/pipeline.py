@@ -65,6 +65,7 @@ class PipelineConfig:
     max_tokens: int = 512
     temperature: float = 0.1
     min_relevance: float = 0.32
+    words_relevance: float = 0.6  # share of the question's topic words in the top abstract that makes up for it
     small_model: bool = False
     # How the embedded tiny model answers: "lead" (cited evidence with a checked one-sentence lead written by
     # the model), "evidence" (it answers from numbered evidence sentences) or "abstracts" (from whole abstracts).
@@ -302,7 +303,12 @@ class AnswerPipeline:
         """Is anything retrieved close enough to answer from? A paper named in the question always is."""
         if pinned or any(names_paper(question, h) for h in hits):
             return True
-        return max(h.dense_score for h in hits) >= self.config.min_relevance
+        best = max(h.dense_score for h in hits)
+        if best >= self.config.min_relevance:
+            return True
+        # A little less similar in meaning, but the top abstract has most of the question's words: still close.
+        return (best >= self.config.min_relevance - 0.07
+                and self.extractive.coverage(question, hits[0]) >= self.config.words_relevance)
 
     def _numbered(self, numbered: Sequence[Hit]) -> dict[int, Paper]:
         return {i: self._paper(h) for i, h in enumerate(numbered, start=1)}
