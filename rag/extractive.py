@@ -73,6 +73,7 @@ class ExtractiveParams:
     max_papers_multi: int = 10
     multi_relative_score: float = 0.6
     min_focus_coverage: float = 0.3  # share of the question's topic words a listed paper must mention
+    multi_relative_coverage: float = 0.5  # ... and this share of what the paper that mentions most mentions
     named_focus_coverage: float = 0.35  # share of them the abstract of a paper the question names must mention
     lexical_weight: float = 0.5
     boilerplate_penalty: float = 0.3
@@ -220,10 +221,13 @@ class ExtractiveAnswerer:
         if not multi:
             return [0]
         top = hits[0].score
+        # "Which papers use X, and how much does it help?": the topic is the part that asks for papers.
+        topic = next((part for part in question_parts(question)[1:] if _MULTI.search(part)), question)
         candidates = [i for i, h in enumerate(hits[: self.params.max_papers_multi])
                       if h.score >= self.params.multi_relative_score * top]
-        coverage = {i: self.coverage(question, hits[i]) for i in candidates}
-        bar = max(self.params.min_focus_coverage, 0.5 * max(coverage.values(), default=0.0))
+        coverage = {i: self.coverage(topic, hits[i]) for i in candidates}
+        most = max(coverage.values(), default=0.0)
+        bar = max(self.params.min_focus_coverage, self.params.multi_relative_coverage * most)
         # The top paper stays even below the bar: the relevance gate already found it close enough.
         return [i for i in candidates if i == 0 or coverage[i] >= bar]
 
@@ -232,13 +236,16 @@ class ExtractiveAnswerer:
         return {t for t in self.analyze(question) if t not in self.question_words and t not in name_terms}
 
     def coverage(self, question: str, hit: Hit) -> float:
-        """Share of the question's topic words (not its question words, not the paper's name) in the abstract."""
+        """Share of the question's topic words (not its question words, not the paper's name) in the abstract.
+
+        A hyphenated word counts as present when its parts are ("state-space" in "state space models")."""
         focus = self.focus_terms(question, hit)
         if not focus:
             return 1.0
         present = set(self.analyze(hit.abstract))
         weights = {t: self.idf(t) for t in focus}
-        return sum(w for t, w in weights.items() if t in present) / max(sum(weights.values()), 1e-9)
+        return sum(w for t, w in weights.items() if _present(t, present, self.analyze)) / max(sum(weights.values()),
+                                                                                           1e-9)
 
     def _best_sentences(self, question: str, question_terms: set[str], hit: Hit, n: int) -> list[str]:
         text = hit.abstract or hit.text
@@ -323,7 +330,14 @@ def _surface(question: str, terms: Sequence[str], analyze: Callable[[str], list[
     for word in re.findall(r"[\w-]+", question):
         for term in analyze(word):
             words.setdefault(term, word)
-    return [words.get(t, t) for t in terms]
+    return list(dict.fromkeys(words.get(t, t) for t in terms))
+
+
+def _present(term: str, present: set[str], analyze: Callable[[str], list[str]]) -> bool:
+    if term in present:
+        return True
+    parts = analyze(term.replace("-", " ")) if "-" in term else []
+    return bool(parts) and all(p in present for p in parts)
 
 
 def _initials(text: str) -> set[str]:

@@ -65,6 +65,7 @@ class PipelineConfig:
     max_tokens: int = 512
     temperature: float = 0.1
     min_relevance: float = 0.32
+    words_relevance: float = 0.6  # share of the question's topic words in the top abstract that makes up for it
     small_model: bool = False
     # How the embedded tiny model answers: "lead" (cited evidence with a checked one-sentence lead written by
     # the model), "evidence" (it answers from numbered evidence sentences) or "abstracts" (from whole abstracts).
@@ -77,6 +78,10 @@ class PipelineConfig:
 class FollowUp:
     query: str
     pinned: list[str] = field(default_factory=list)  # paper_ids the question refers to explicitly
+
+
+def _normalised(text: str) -> str:
+    return " ".join(re.sub(r"\[[0-9, ]+\]|[^\w\s]", " ", text.lower()).split())
 
 
 class MarkerFilter:
@@ -314,7 +319,9 @@ class AnswerPipeline:
         checked = self.attributor.attribute(written, self._numbered(hits), question=question, drop_unsupported=True)
         kept = [c for c in checked.claims if c.supported]
         if design == "lead":
-            text = f"{checked.text}\n\n{evidence}" if kept else evidence
+            # A lead that only repeats an evidence sentence adds nothing: the evidence is the answer.
+            repeats = bool(kept) and _normalised(kept[0].text.split(": ", 1)[-1]) in _normalised(evidence)
+            text = f"{checked.text}\n\n{evidence}" if kept and not repeats else evidence
         else:
             text = checked.text if kept else evidence
         answer.interrupted = interrupted and not kept
@@ -325,7 +332,12 @@ class AnswerPipeline:
         """Is anything retrieved close enough to answer from? A paper named in the question always is."""
         if pinned or any(names_paper(question, h) for h in hits):
             return True
-        return max(h.dense_score for h in hits) >= self.config.min_relevance
+        best = max(h.dense_score for h in hits)
+        if best >= self.config.min_relevance:
+            return True
+        # A little less similar in meaning, but the top abstract has most of the question's words: still close.
+        return (best >= self.config.min_relevance - 0.07
+                and self.extractive.coverage(question, hits[0]) >= self.config.words_relevance)
 
     def _numbered(self, numbered: Sequence[Hit]) -> dict[int, Paper]:
         return {i: self._paper(h) for i, h in enumerate(numbered, start=1)}

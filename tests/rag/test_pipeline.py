@@ -59,8 +59,15 @@ def test_answer_without_citation_is_not_grounded(fake_index, llm_server):
 
 def test_model_says_not_covered_lists_nearest(fake_index, llm_server):
     llm_server.reply = "The abstracts do not answer this."
-    answer = make_pipeline(fake_index, llm_server).answer("What GPU did the FedSSM authors use?")
+    answer = make_pipeline(fake_index, llm_server).answer(QUESTION)
     assert answer.refused and "nearest papers" in answer.answer.lower()
+
+
+def test_detail_the_named_abstract_does_not_state_is_declined_citing_the_paper(fake_index, llm_server):
+    answer = make_pipeline(fake_index, llm_server).answer("What GPU did the FedSSM authors use?")
+    assert answer.refused and answer.not_stated and not llm_server.chat_requests
+    assert answer.answer.startswith("The abstract of FedSSM does not state this [1]: it never mentions GPU.")
+    assert [c.title for c in answer.citations] == ["FedSSM"] and answer.citations[0].evidence
 
 
 def test_irrelevant_question_is_refused_without_calling_llm(fake_index, llm_server):
