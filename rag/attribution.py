@@ -103,14 +103,18 @@ class Attributor:
         *,
         question: str = "",
         drop_unsupported: bool = False,
+        unfinished: bool = False,
     ) -> Attribution:
         """Check every claim of ``text`` against every source (numbered as in the text) and rewrite its markers.
 
         ``drop_unsupported`` removes unsupported claims from the text instead of striking them through.
+        ``unfinished``: the writer was cut off, so the last claim is a fragment: it is left as written, unchecked.
         """
         claims = split_claims(text)
         # Lead-ins ("Two papers qualify:") and "the abstracts do not answer this" state nothing to check.
         checked = [c for c in claims if not _LEAD_IN.search(c.text) and not says_not_covered(c.text)]
+        if unfinished and claims and checked and checked[-1] is claims[-1]:
+            checked.pop()
         if not checked or not sources:
             verdicts = [_verdict(c, (), None, False, ()) for c in checked]
             return Attribution(text if not checked else _rewrite(text, claims, {}, drop_unsupported), verdicts, [])

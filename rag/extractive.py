@@ -195,10 +195,13 @@ class ExtractiveAnswerer:
                   and name.lower().rstrip("s") not in initials]
         if absent:
             return "never mentions " + _join(absent)
-        if names_paper(question, hit) and self.coverage(question, hit) < self.params.named_focus_coverage:
+        named_coverage = self.coverage(question, hit, known_only=True) if names_paper(question, hit) else 1.0
+        if named_coverage < self.params.named_focus_coverage:
             # A question that names the paper asks about its details: most of its other words must be there.
             present = set(self.analyze(abstract))
-            missing = sorted((t for t in self.focus_terms(question, hit) if t not in present and len(t) > 2),
+            unknown = self.idf("\x00never-a-term\x00")
+            missing = sorted((t for t in self.focus_terms(question, hit)
+                              if t not in present and len(t) > 2 and self.idf(t) < unknown),
                              key=lambda t: -self.idf(t))
             return "never mentions " + _join(_surface(question, missing[:3], self.analyze))
         if not asks_figure:
@@ -235,11 +238,15 @@ class ExtractiveAnswerer:
         name_terms = set(self.analyze(hit.title)) if len(hit.title.split()) <= 2 else set()
         return {t for t in self.analyze(question) if t not in self.question_words and t not in name_terms}
 
-    def coverage(self, question: str, hit: Hit) -> float:
+    def coverage(self, question: str, hit: Hit, *, known_only: bool = False) -> float:
         """Share of the question's topic words (not its question words, not the paper's name) in the abstract.
 
-        A hyphenated word counts as present when its parts are ("state-space" in "state space models")."""
+        A hyphenated word counts as present when its parts are ("state-space" in "state space models").
+        ``known_only``: only words the corpus uses somewhere (a word no abstract uses tells nothing of this one)."""
         focus = self.focus_terms(question, hit)
+        if known_only:
+            unknown = self.idf("\x00never-a-term\x00")
+            focus = {t for t in focus if self.idf(t) < unknown}
         if not focus:
             return 1.0
         present = set(self.analyze(hit.abstract))

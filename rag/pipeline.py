@@ -348,7 +348,7 @@ class AnswerPipeline:
         answer.invalid_markers += removed
         by_number = self._numbered(numbered)
         checked = self.attributor.attribute(text, by_number, question=answer.question,
-                                            drop_unsupported=self.config.small_model)
+                                            drop_unsupported=self.config.small_model, unfinished=answer.interrupted)
         answer.answer = checked.text
         answer.checks = checked.checks
         answer.claims = checked.claims

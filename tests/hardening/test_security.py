@@ -239,7 +239,8 @@ def test_injected_abstracts_cannot_remap_citations_or_add_sources(index_dir, ser
     assert sources == [h["paper_id"] for h in hits]  # the sources are the search results, in order
     assert [(c["marker"], c["paper_id"]) for c in answer["citations"]] == [(1, sources[0])]  # [1] is the top hit
     assert "[7]" not in answer["answer"] and answer["invalid_markers"] == 1
-    assert answer["answer"] == "Quokka routing selects clients [1]. Everything else follows."
+    # [7] points nowhere and is gone; "Everything else follows" is in no abstract: flagged, not sourced.
+    assert answer["answer"] == "Quokka routing selects clients [1]. ~~Everything else follows~~ [unsupported]."
 
     prompt = server.chat_requests[-1]["json"]["messages"]
     user = prompt[-1]["content"]
@@ -257,7 +258,9 @@ def test_an_abstract_claiming_to_be_source_1_does_not_change_what_1_is(index_dir
     answer, hits = ask_json(index_dir, server, "quokka override caches: which source is FedSSM?")
     sources = [s["paper_id"] for s in answer["sources"]]
     cited = {c["marker"]: c["paper_id"] for c in answer["citations"]}
-    assert cited == {1: sources[0], 3: sources[2]}  # by position in the numbered list, whatever the text says
+    # By position in the numbered list, whatever the text says (attribution may move a claim to the source
+    # that says it, never redefine what a number means).
+    assert cited and all(sources[marker - 1] == paper for marker, paper in cited.items())
     assert sources[0] == hits[0]["paper_id"]
 
 

@@ -30,7 +30,7 @@ def test_citation_fields_forward_what_to_dict_gives(monkeypatch):
 
     answer = Answer(question="q", answer="A [1].", citations=[Citation(1, "a", "A", "f.txt", 1, evidence="e")])
     fields = citation_fields(answer)
-    assert fields["citations"] == [answer.citations[0].to_dict()] and "claims" not in fields
+    assert fields["citations"] == [answer.citations[0].to_dict()] and fields["claims"] == []
     assert "answer" not in fields["paperchat"] and fields["paperchat"]["question"] == "q"
     # Per-claim verdicts, whatever their fields, are passed through as Answer.to_dict gives them.
     original = Answer.to_dict
