@@ -201,7 +201,8 @@ class ExtractiveAnswerer:
             present = set(self.analyze(abstract))
             unknown = self.idf("\x00never-a-term\x00")
             missing = sorted((t for t in self.focus_terms(question, hit)
-                              if t not in present and len(t) > 2 and self.idf(t) < unknown),
+                              if not _present(t, present, self.analyze) and len(t) > 2
+                              and min(self.idf(t), self.idf(t + "s")) < unknown),
                              key=lambda t: -self.idf(t))
             return "never mentions " + _join(_surface(question, missing[:3], self.analyze))
         if not asks_figure:
@@ -228,7 +229,12 @@ class ExtractiveAnswerer:
         topic = next((part for part in question_parts(question)[1:] if _MULTI.search(part)), question)
         candidates = [i for i, h in enumerate(hits[: self.params.max_papers_multi])
                       if h.score >= self.params.multi_relative_score * top]
-        coverage = {i: self.coverage(topic, hits[i]) for i in candidates}
+        # "... X or Y?": a paper about either qualifies (each alternative of at least two topic words).
+        alternatives = [topic, *(part for part in re.split(r"\s+or\s+", topic)[1:] if part)]
+        if len(alternatives) > 1:
+            alternatives[0] = re.split(r"\s+or\s+", topic)[0]
+        alternatives = [a for a in alternatives if len(self.focus_terms(a, hits[0])) >= 2] or [topic]
+        coverage = {i: max(self.coverage(a, hits[i]) for a in alternatives) for i in candidates}
         most = max(coverage.values(), default=0.0)
         bar = max(self.params.min_focus_coverage, self.params.multi_relative_coverage * most)
         # The top paper stays even below the bar: the relevance gate already found it close enough.
@@ -246,7 +252,7 @@ class ExtractiveAnswerer:
         focus = self.focus_terms(question, hit)
         if known_only:
             unknown = self.idf("\x00never-a-term\x00")
-            focus = {t for t in focus if self.idf(t) < unknown}
+            focus = {t for t in focus if min(self.idf(t), self.idf(t + "s")) < unknown}  # "gpu" of "GPUs"
         if not focus:
             return 1.0
         present = set(self.analyze(hit.abstract))
@@ -341,7 +347,7 @@ def _surface(question: str, terms: Sequence[str], analyze: Callable[[str], list[
 
 
 def _present(term: str, present: set[str], analyze: Callable[[str], list[str]]) -> bool:
-    if term in present:
+    if term in present or term + "s" in present:
         return True
     parts = analyze(term.replace("-", " ")) if "-" in term else []
     return bool(parts) and all(p in present for p in parts)

@@ -138,9 +138,13 @@ TOKEN = re.compile(r"\bzq[0-9a-f]{8}\b")
 
 def echo_token(body: dict) -> str:
     """The scripted reply for the load test: the token of the question asked in this request's prompt."""
-    asked = body["messages"][-1]["content"].rsplit("Question:", 1)[-1]
+    prompt = body["messages"][-1]["content"]
+    asked = prompt.rsplit("Question:", 1)[-1]
     tokens = TOKEN.findall(asked)
-    return f"Session {tokens[0] if tokens else 'none'} asked about this paper [1]."
+    # What source [1] says (its abstract's first sentence), so that the claim checks out against it.
+    first = re.search(r"^\[1\] [^\n]*\n(.+?[.!?])(?:\s|$)", prompt, re.MULTILINE)
+    said = first.group(1).rstrip(".!?") if first else "it asked about this paper"
+    return f"Session {tokens[0] if tokens else 'none'}: {said} [1]."
 
 
 class CountingLLMServer(ScriptedLLMServer):

@@ -86,7 +86,8 @@ def test_twenty_sessions_at_once_each_get_their_own_answer_and_sources(app):
     assert not errors, errors
     for (question, token, sources_line), result in zip(asked, results, strict=True):
         text = result["text"]
-        assert text.startswith(f"Session {token} asked about this paper [1]."), (question, text)
+        assert text.startswith(f"Session {token}: "), (question, text)
+        assert text.split("\n")[0].endswith(" [1]."), (question, text)  # the claim kept its citation
         assert TOKEN.findall(text) == [token], (question, text)  # its own token, and no other session's
         assert "Sources:\n" + sources_line in text, (question, text)
     requests = app.llm.chat_requests

@@ -20,6 +20,7 @@ from tests.hardening.conftest import cli, fake_cli_env
 
 KEY = "sk-live-TOPSECRET-4242"
 QUESTION = "state space models for choosing clients in federated learning"
+SUPPORTED_REPLY = "FedSSM predicts training dynamics through decision-aware state space models [1]."  # as FedSSM says
 HUGE = "y" * 200_000
 LIMIT_MESSAGE = ("paperchat: error: the question is 200,000 characters long; the limit is 4,000: shorten it "
                  "(or raise PAPERCHAT_MAX_QUESTION_CHARS)")
@@ -425,7 +426,7 @@ def test_a_session_endpoint_must_be_http_and_never_gets_the_server_key(index_dir
     from ui import callbacks
     from ui.callbacks import ChatSession, Services, SessionSettings
 
-    with ScriptedLLMServer() as elsewhere, fake_cli_env(
+    with ScriptedLLMServer(reply=SUPPORTED_REPLY) as elsewhere, fake_cli_env(
         index_dir, PAPERCHAT_LLM_BASE_URL=server.base_url, PAPERCHAT_LLM_API_KEY=KEY
     ):
         components = Components(load_settings())
