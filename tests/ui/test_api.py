@@ -102,7 +102,7 @@ def test_a_follow_up_in_messages_resolves_as_in_the_ui(client, served_app):
     from ui import render
     from ui.callbacks import SessionSettings
 
-    first_question = "Which papers propose federated learning methods that tackle heterogeneity across clients?"
+    first_question = "Which papers detect anomalies with causal graphs or calibrate LLMs?"
     first = client.chat.completions.create(model="paperchat-extractive", messages=user(first_question))
     first_text = first.choices[0].message.content
     cited = [c["paper_id"] for c in first.model_extra["citations"]]

@@ -34,12 +34,14 @@ async def exercise(client) -> dict:
     out["follow_up"] = await client.call_tool("ask", {
         "question": "Does the first one predict training dynamics?",
         "history": [{"role": "user", "content": QUESTION}, first_cited]})
-    out["paper"] = await client.call_tool("get_paper", {"paper_id": FEDSSM})
+    # Ids are namespaced by the file they came from (a JSON Lines corpus: "PATH#id"): take FedSSM's from the search.
+    fedssm = out["search"].structured_content["hits"][0]["paper_id"]
+    out["paper"] = await client.call_tool("get_paper", {"paper_id": fedssm})
     out["missing"] = await client.call_tool("get_paper", {"paper_id": "no-such-paper"})
     out["list"] = await client.call_tool("list_papers", {"filter": "causal"})
     out["too_long"] = await client.call_tool("ask", {"question": "why " * 1200})
     out["resources"] = (await client.list_resources()).resources
-    quoted = next(r for r in out["resources"] if r.name == FEDSSM)
+    quoted = next(r for r in out["resources"] if r.name == fedssm)
     out["resource"] = await client.read_resource(str(quoted.uri))
     for result in (out["search"], out["ask"], out["paper"], out["list"]):
         assert not result.is_error, result
@@ -51,28 +53,31 @@ def check(out: dict, *, answer_starts: str, where: str) -> None:
     assert set(out["tools"]) >= TOOLS
     assert "question" in out["tools"]["ask"].input_schema["properties"]
     hits = out["search"].structured_content["hits"]
-    assert hits[0]["paper_id"] == FEDSSM and len(hits) == 3
+    fedssm = hits[0]["paper_id"]
+    assert fedssm.endswith(FEDSSM) and len(hits) == 3
     assert out["search"].content[0].text.startswith("1. FedSSM")
 
     asked = out["ask"].structured_content
-    assert [c["paper_id"] for c in asked["citations"]][:1] == [FEDSSM]
+    assert [c["paper_id"] for c in asked["citations"]][:1] == [fedssm]
     assert asked["citations"][0]["evidence"] and "support" in asked["citations"][0]
     assert asked["answer"].startswith(answer_starts)
     text = out["ask"].content[0].text
     assert "[1]" in text and f"Sources:\n[1] FedSSM — {where}" in text
     follow = out["follow_up"].structured_content
-    assert follow["paperchat"]["sources"][0]["paper_id"] == FEDSSM  # "the first one" resolved
+    assert follow["paperchat"]["sources"][0]["paper_id"] == fedssm  # "the first one" resolved
 
     assert out["paper"].structured_content["title"] == "FedSSM"
     assert "Multimodal Federated Learning" in out["paper"].content[0].text
     assert out["missing"].is_error and "no paper with id 'no-such-paper'" in out["missing"].content[0].text
     listed = out["list"].structured_content
-    assert [p["paper_id"] for p in listed["papers"]] == ["000_dcbf1b5d2daaeff5.txt#8"] and listed["total"] == 6
+    prefix = fedssm[: -len(FEDSSM)]  # the file's namespace, empty where the papers were added as they are
+    assert [p["paper_id"] for p in listed["papers"]] == [prefix + "000_dcbf1b5d2daaeff5.txt#8"]
+    assert listed["total"] == 6
     assert out["too_long"].is_error and "the limit is 4,000" in out["too_long"].content[0].text
     assert "Traceback" not in out["too_long"].content[0].text
     assert len(out["resources"]) == len(tiny_papers())
     resource = json.loads(out["resource"].contents[0].text)
-    assert resource["paper_id"] == FEDSSM and resource["abstract"].startswith("Multimodal Federated Learning")
+    assert resource["paper_id"] == fedssm and resource["abstract"].startswith("Multimodal Federated Learning")
 
 
 # --- streamable HTTP at /mcp ------------------------------------------------------------------------------------------
