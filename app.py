@@ -1,6 +1,6 @@
 """Open the paperchat web UI: ``python app.py [--host H] [--port P] [--share] [--k K] [--extractive]``.
 
-Wiring only: settings (environment + options) -> components -> UI (``ui.app.serve``).
+Wiring only: settings (environment + options) -> components -> UI (``ui.web.app.serve``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 def main(argv: Sequence[str] | None = None) -> int:
     from rag.errors import PaperchatError
-    from ui.cli_serve import add_serve_arguments, cmd_serve
+    from ui.serve import add_serve_arguments, cmd_serve
 
     parser = add_serve_arguments(argparse.ArgumentParser(prog="app.py", description="Open the paperchat web UI."))
     args = parser.parse_args(argv)

@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rag.citations import clean_markers  # noqa: E402
-from rag.pipeline import MarkerFilter  # noqa: E402
+from rag.answers.citations import clean_markers  # noqa: E402
+from rag.answers.pipeline import MarkerFilter  # noqa: E402
 
 SIZES_KB = (20, 80, 320)
 

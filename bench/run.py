@@ -420,8 +420,8 @@ def write_report(args, bench: Bench, started: str, loads: tuple[str, str], run_c
         lines += [f"- {r['label']}: `{r['command']}`" for r in searches]
         versions = {json.dumps(r["sources"], sort_keys=True) for r in searches if "sources" in r}
         if len(versions) > 1:
-            lines += ["", "**The search code changed between these stages** (hashes of rag/retrieval.py, "
-                          "rag/lexical.py, store/chroma.py as each stage imported them): compare rows with equal "
+            lines += ["", "**The search code changed between these stages** (hashes of rag/retrieval/hybrid.py, "
+                          "store/bm25.py, store/chroma.py as each stage imported them): compare rows with equal "
                           "hashes only.", ""]
             lines += [f"- {r['label']}: {', '.join(f'{k} {v}' for k, v in r['sources'].items())}"
                       for r in searches if "sources" in r]

@@ -67,7 +67,7 @@ def source_fingerprint() -> dict[str, str]:
     import hashlib
 
     return {name: hashlib.sha256((PROJECT / name).read_bytes()).hexdigest()[:10]
-            for name in ("rag/retrieval.py", "rag/lexical.py", "store/chroma.py")}
+            for name in ("rag/retrieval/hybrid.py", "store/bm25.py", "store/chroma.py")}
 
 
 def chunk_defaults() -> tuple[int, int]:
@@ -78,11 +78,11 @@ def chunk_defaults() -> tuple[int, int]:
 
 
 def make_embedder(backend: str, cache_dir: Path, batch_size: int = 32):
-    from rag.embedding import ModelRef, SentenceTransformerEmbedder
+    from rag.embedding.models import ModelRef, SentenceTransformerEmbedder
 
     if backend == "torch":
         return SentenceTransformerEmbedder(batch_size=batch_size)
-    from rag.onnx_embedding import INT8_SUFFIX, OnnxEmbedder, onnx_model_path
+    from rag.embedding.onnx import INT8_SUFFIX, OnnxEmbedder, onnx_model_path
 
     quantized = backend == "onnx-int8"
     ref = ModelRef.resolve(None)
@@ -91,7 +91,7 @@ def make_embedder(backend: str, cache_dir: Path, batch_size: int = 32):
 
 
 def bundled_papers():
-    from rag.corpus import load_corpus
+    from rag.corpus.load import load_corpus
     from rag.settings import BUNDLED_CORPUS
 
     return load_corpus([BUNDLED_CORPUS]).papers
@@ -124,8 +124,8 @@ def questions(n: int) -> list[str]:
 
 
 def stage_prepare(args) -> None:
-    from rag.embedding import ModelRef
-    from rag.onnx_embedding import export_onnx, is_current, onnx_model_path, quantize_int8, read_sidecar
+    from rag.embedding.models import ModelRef
+    from rag.embedding.onnx import export_onnx, is_current, onnx_model_path, quantize_int8, read_sidecar
 
     ref = ModelRef.resolve(None)
     fp32 = onnx_model_path(args.cache, ref.name, quantized=False)
@@ -428,8 +428,8 @@ def _random_unit(rng, n: int, dim: int) -> np.ndarray:
 
 
 def stage_search(args) -> None:
-    from rag.lexical import LexicalIndex
-    from rag.retrieval import HybridRetriever
+    from rag.retrieval.hybrid import HybridRetriever
+    from store.bm25 import LexicalIndex
     from store.chroma import ChromaStore
 
     data_dir = Path(args.data_dir)
@@ -541,10 +541,10 @@ def stage_synthetic_build(args) -> None:
     centroid of the paper's chunk vectors; manifest and generation through ``ChromaStore`` itself), but
     ``--batch`` rows per ``add`` instead of one paper at a time: each batch of chunks, then its papers.
     """
-    from rag.chunking import CHUNKER_VERSION
-    from rag.lexical import LexicalIndex
-    from rag.retrieval import HybridRetriever
+    from rag.corpus.chunking import CHUNKER_VERSION
+    from rag.retrieval.hybrid import HybridRetriever
     from rag.types import Chunk, Paper
+    from store.bm25 import LexicalIndex
     from store.chroma import PAPERS_SUFFIX, ChromaStore, paper_to_metadata
 
     data_dir = Path(args.data_dir)

@@ -10,13 +10,13 @@ import sys
 from dataclasses import dataclass
 from functools import cached_property
 
-from rag.embedding import BUNDLED_MODEL_NAME, Embedder, ModelRef, ProgressBar, SentenceTransformerEmbedder
+from rag.embedding.models import BUNDLED_MODEL_NAME, Embedder, ModelRef, ProgressBar, SentenceTransformerEmbedder
 from rag.errors import ModelNotFound, PaperchatError
 from rag.ingest import Ingestor, index_manifest, make_chunker
-from rag.lexical import LexicalIndex
-from rag.retrieval import HybridRetriever
+from rag.retrieval.hybrid import HybridRetriever
 from rag.settings import Settings
 from rag.text import terminal_safe
+from store.bm25 import LexicalIndex
 from store.chroma import ChromaStore
 
 HOW_TO_CONNECT = (
@@ -39,7 +39,7 @@ def choose_embedding_backend(configured: str, ref: ModelRef, indexed_model: str 
     int8 is chosen only for the bundled model, whose SciFact nDCG@10 it keeps (bench/results/report.md);
     for another model the fp32 export gives exactly its vectors, so nothing about its quality changes.
     """
-    from rag.onnx_embedding import INT8_SUFFIX, mean_pooled
+    from rag.embedding.onnx import INT8_SUFFIX, mean_pooled
 
     if configured != "auto":
         return configured
@@ -58,7 +58,7 @@ def build_embedder(settings: Settings, indexed_model: str | None = None, *, warn
     ``indexed_model`` is the model name the index records (``None`` for a new index): ``auto`` follows
     it so that an index is always queried with the vectors it was built with.
     """
-    from rag.onnx_embedding import INT8_SUFFIX, OnnxEmbedder, ensure_onnx, is_current, onnx_model_path
+    from rag.embedding.onnx import INT8_SUFFIX, OnnxEmbedder, ensure_onnx, is_current, onnx_model_path
 
     ref = ModelRef.resolve(settings.embedding_model)
     backend = choose_embedding_backend(settings.embedding_backend, ref, indexed_model)
@@ -141,20 +141,20 @@ class Components:
             return choice
         if self.settings.llm_base_url:
             return "endpoint"
-        from rag.local_llm import local_extra_installed
+        from rag.llm.embedded import local_extra_installed
 
         return "embedded" if local_extra_installed() else "extractive"
 
     @cached_property
     def embedded_server(self):
-        from rag.local_llm import EmbeddedLLMServer
+        from rag.llm.embedded import EmbeddedLLMServer
 
         return EmbeddedLLMServer(self.settings.local_model_path, context_window=self.settings.llm_context_window)
 
     @cached_property
     def chat_model(self):
         """The ChatModel for generated answers, or None for extractive answers."""
-        from rag.llm import OpenAIChatModel
+        from rag.llm.client import OpenAIChatModel
 
         kind = self.backend_kind()
         if kind == "extractive":
@@ -174,7 +174,7 @@ class Components:
 
     @cached_property
     def pipeline(self):
-        from rag.pipeline import AnswerPipeline, PipelineConfig
+        from rag.answers.pipeline import AnswerPipeline, PipelineConfig
 
         chat_model = self.chat_model
         config = PipelineConfig(

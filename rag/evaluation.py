@@ -104,8 +104,8 @@ def answer_metrics(questions: Sequence[DevQuestion], answers: Sequence) -> dict[
       the question, checked again here on the final text;
     * seconds per answer.
     """
-    from rag.attribution import invented_terms, shown_text
-    from rag.citations import split_claims
+    from rag.answers.attribution import invented_terms, shown_text
+    from rag.answers.citations import split_claims
 
     facts_hit = facts_n = 0
     cited_ok = cited_n = 0

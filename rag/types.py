@@ -114,7 +114,7 @@ class Citation:
 
 @dataclass(frozen=True)
 class ClaimVerdict:
-    """One claim of an answer after post-hoc attribution (rag/attribution.py).
+    """One claim of an answer after post-hoc attribution (rag/answers/attribution.py).
 
     ``cited`` are the markers the writer gave it, ``markers`` the ones it carries after the check (empty
     when no source supports it). ``evidence`` is the best sentence of the source shown (the cited one, or
@@ -171,8 +171,8 @@ class Answer:
     search_query: str = ""
     invalid_markers: int = 0
     interrupted: bool = False
-    checks: list = field(default_factory=list)  # per (claim, marker) support (rag.citations.ClaimCheck)
-    claims: list[ClaimVerdict] = field(default_factory=list)  # every claim's verdict (rag.attribution)
+    checks: list = field(default_factory=list)  # per (claim, marker) support (rag.answers.citations.ClaimCheck)
+    claims: list[ClaimVerdict] = field(default_factory=list)  # every claim's verdict (rag.answers.attribution)
     not_stated: bool = False  # refused because the nearest paper's abstract does not state the detail asked
     seconds: float = 0.0  # time to write and check the answer
 

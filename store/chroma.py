@@ -449,7 +449,7 @@ class ChromaStore:
 
     def query_papers_many(self, vectors: np.ndarray, n: int) -> list[dict[str, float]]:
         """For each row of ``vectors``: paper_id -> cosine to the paper's (unit) profile vector, top ``n``.
-        No metadata: reading it costs more than the query (rag.vectors keeps what scoring needs)."""
+        No metadata: reading it costs more than the query (store.vectors keeps what scoring needs)."""
         return [dict(rows) for rows in self._query_many("papers", vectors, n)]
 
     def paper_profiles(self, paper_ids: Sequence[str]) -> dict[str, tuple[np.ndarray, dict]]:

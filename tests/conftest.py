@@ -53,21 +53,21 @@ def fake_embedder() -> FakeEmbedder:
 @pytest.fixture(scope="session")
 def real_embedder():
     """The bundled all-MiniLM-L6-v2, loaded once per test session."""
-    from rag.embedding import SentenceTransformerEmbedder
+    from rag.embedding.models import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder()
 
 
 @pytest.fixture(scope="session")
 def tokenizer_counter():
-    from rag.embedding import SentenceTransformerEmbedder
+    from rag.embedding.models import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder().count_tokens
 
 
 @pytest.fixture(scope="session")
 def bundled_papers():
-    from rag.corpus import load_corpus
+    from rag.corpus.load import load_corpus
 
     result = load_corpus([BUNDLED_CORPUS])
     assert not result.problems
@@ -106,8 +106,8 @@ def llm_server():
 def fake_index(tmp_path_factory, bundled_papers):
     """The bundled corpus indexed with the fake embedder: a real Chroma store and BM25, built in ~2 s."""
     from rag.ingest import Ingestor, make_chunker
-    from rag.lexical import LexicalIndex
-    from rag.retrieval import HybridRetriever
+    from rag.retrieval.hybrid import HybridRetriever
+    from store.bm25 import LexicalIndex
     from store.chroma import ChromaStore
 
     folder = tmp_path_factory.mktemp("fake-index")

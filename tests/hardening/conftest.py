@@ -61,7 +61,7 @@ def kill(proc: subprocess.Popen) -> None:
 
 @contextlib.contextmanager
 def fake_cli_env(data_dir: Path, **env: str):
-    """Run ``rag.cli.main`` in this process with the fake embedder, the index in ``data_dir`` and ``env`` set."""
+    """Run ``ui.cli.main`` in this process with the fake embedder, the index in ``data_dir`` and ``env`` set."""
     from rag.components import Components
     from tests.hardening.driver import fake_embedder_property
 
@@ -78,8 +78,8 @@ def fake_cli_env(data_dir: Path, **env: str):
 
 
 def cli(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
-    """``rag.cli.main(args)`` in this process: (exit code, stdout, stderr). Use inside ``fake_cli_env``."""
-    from rag.cli import main
+    """``ui.cli.main(args)`` in this process: (exit code, stdout, stderr). Use inside ``fake_cli_env``."""
+    from ui.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     real_stdin = sys.stdin
@@ -103,8 +103,8 @@ def fake_cli(tmp_path):
 
 def snapshot(data_dir: Path, queries=QUERIES) -> dict:
     """Everything a user can observe of an index: stats, every paper and chunk, and search results."""
-    from rag.lexical import LexicalIndex
-    from rag.retrieval import HybridRetriever
+    from rag.retrieval.hybrid import HybridRetriever
+    from store.bm25 import LexicalIndex
     from store.chroma import ChromaStore
     from tests.conftest import FakeEmbedder
 
@@ -175,7 +175,7 @@ class CountingLLMServer(ScriptedLLMServer):
 
 
 class LoadApp:
-    """``python -m rag.cli ingest`` into a fresh data folder, then ``python app.py`` over it, pointed at a
+    """``python -m ui.cli ingest`` into a fresh data folder, then ``python app.py`` over it, pointed at a
     slow scripted endpoint in this process that echoes each question's token."""
 
     def __init__(self, root: Path) -> None:
@@ -206,7 +206,7 @@ class LoadApp:
             with self._lock:
                 assert not self._stopping, "stopped before the ingest started"
                 self._ingest = subprocess.Popen(
-                    [sys.executable, "-m", "rag.cli", "ingest"], cwd=PROJECT_ROOT, stdout=subprocess.PIPE,
+                    [sys.executable, "-m", "ui.cli", "ingest"], cwd=PROJECT_ROOT, stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE, text=True, env=clean_env(PAPERCHAT_DATA_DIR=str(self.data_dir)),
                 )
             _, err = self._ingest.communicate(timeout=900)

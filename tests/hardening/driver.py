@@ -2,7 +2,7 @@
 
     python -m tests.hardening.driver ingest PATH [+ search QUERY ...]
 
-runs ``rag.cli.main`` once per ``+``-separated command, with ``tests.conftest.FakeEmbedder`` in place of
+runs ``ui.cli.main`` once per ``+``-separated command, with ``tests.conftest.FakeEmbedder`` in place of
 the sentence-transformers model (fast, deterministic, no model files). Everything else is the real code:
 settings from the environment, the Chroma store on disk, the lock file, the exit codes and messages.
 
@@ -106,7 +106,7 @@ def main(argv: list[str]) -> int:
     point = os.environ.get("HARDENING_PAUSE_AT")
     if point:
         install_pause_points(point)
-    from rag.cli import main as cli_main
+    from ui.cli import main as cli_main
 
     code = 0
     command: list[str] = []

@@ -15,9 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from rag.answers.pipeline import AnswerPipeline, FinalEvent, TextEvent
 from rag.errors import StoreUnavailable
-from rag.llm import OpenAIChatModel
-from rag.pipeline import AnswerPipeline, FinalEvent, TextEvent
+from rag.llm.client import OpenAIChatModel
 from tests.conftest import BUNDLED_CORPUS, PROJECT_ROOT, FakeEmbedder
 from tests.hardening.conftest import (
     clean_env,
@@ -68,10 +68,10 @@ def ui_index(tmp_path_factory):
 
 @contextlib.contextmanager
 def ui_services(data_dir: Path, **settings):
-    """``ui.callbacks.Services`` as the app builds them, over ``data_dir``, with the fake embedder."""
+    """``ui.web.callbacks.Services`` as the app builds them, over ``data_dir``, with the fake embedder."""
     from rag.components import Components
     from rag.settings import load_settings
-    from ui.callbacks import Services
+    from ui.web.callbacks import Services
 
     with fake_cli_env(data_dir):
         components = Components(load_settings(**settings))
@@ -94,8 +94,8 @@ def start_llm_process(port: int, *args: str) -> subprocess.Popen:
 
 @pytest.mark.slow
 def test_llm_process_killed_mid_answer_then_restarted_in_a_ui_session(ui_index):
-    from ui import callbacks
-    from ui.callbacks import ChatSession
+    from ui.web import callbacks
+    from ui.web.callbacks import ChatSession
 
     port = free_port()
     llm = start_llm_process(port, "--delay", "0.2", "--chunk-size", "4")  # ~5 s to write it all: time to kill it
@@ -174,11 +174,11 @@ def chroma_server(tmp_path_factory):
 @pytest.mark.slow
 def test_chroma_server_unreachable_then_back_on_the_same_port(chroma_server, bundled_papers, tmp_path):
     from rag.ingest import Ingestor, make_chunker
-    from rag.lexical import LexicalIndex
-    from rag.retrieval import HybridRetriever
+    from rag.retrieval.hybrid import HybridRetriever
+    from store.bm25 import LexicalIndex
     from store.chroma import ChromaStore
-    from ui import callbacks
-    from ui.callbacks import ChatSession
+    from ui.web import callbacks
+    from ui.web.callbacks import ChatSession
 
     embedder = FakeEmbedder()
     store = ChromaStore(host="127.0.0.1", port=chroma_server.port, collection="faults")

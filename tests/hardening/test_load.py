@@ -1,6 +1,6 @@
 """Load: ``python app.py`` serving 20 sessions at once through the ``/chat`` API.
 
-The data folder is built first by ``python -m rag.cli ingest`` (the real embedding model, the bundled
+The data folder is built first by ``python -m ui.cli ingest`` (the real embedding model, the bundled
 corpus). The LLM endpoint is the scripted server, run here in the test process so that its reply can be
 computed per request: it streams slowly (4 characters every 20 ms) and writes the unique token of the
 question it was asked into the answer. Every session must get its own answer (its own token, no other
@@ -31,8 +31,8 @@ ARTIFACT = PROJECT_ROOT / "tests" / "artifacts" / "load.txt"
 
 def questions() -> list[tuple[str, str, str]]:
     """(question, its token, the Sources line it must get): questions that name a paper, one per session."""
-    from rag.corpus import load_corpus
-    from rag.retrieval import _name_pattern
+    from rag.corpus.load import load_corpus
+    from rag.retrieval.hybrid import _name_pattern
 
     papers = [p for p in load_corpus([BUNDLED_CORPUS]).papers if _name_pattern(p.title)][:SESSIONS]
     assert len(papers) == SESSIONS
@@ -46,7 +46,7 @@ def questions() -> list[tuple[str, str, str]]:
 
 @pytest.fixture(scope="module")
 def app(load_app):
-    """The app over a data folder built by ``python -m rag.cli ingest`` (prepared in the background by conftest)."""
+    """The app over a data folder built by ``python -m ui.cli ingest`` (prepared in the background by conftest)."""
     return load_app.wait()
 
 
@@ -101,7 +101,7 @@ def test_twenty_sessions_at_once_each_get_their_own_answer_and_sources(app):
     seconds = [r["seconds"] for r in results]
     report = {
         "sessions": SESSIONS,
-        "answers concurrency limit (ui/app.py CONCURRENCY)": limit,
+        "answers concurrency limit (ui/web/app.py CONCURRENCY)": limit,
         "peak answers streaming at the endpoint": peak,
         "endpoint": "scripted, 4 characters every 20 ms (~0.3 s per answer)",
         "latency p50 (s)": round(statistics.median(seconds), 2),

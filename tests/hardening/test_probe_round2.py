@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from rag.errors import LLMInterrupted, LLMTimeout
-from rag.llm import OpenAIChatModel
+from rag.llm.client import OpenAIChatModel
 from tests.conftest import BUNDLED_CORPUS, FakeEmbedder
 from tests.fake_llm import ScriptedLLMServer
 from tests.hardening.conftest import cli, fake_cli_env
@@ -114,7 +114,7 @@ class CountingPattern:
 
 
 def test_nested_markers_are_cleaned_in_one_pass(monkeypatch):
-    import rag.citations as citations
+    import rag.answers.citations as citations
 
     depth = 4000
     text = "Intro " + "[" * depth + "99" + "]99" * (depth - 1) + "] end."  # [[[...[99]99]99]
@@ -126,7 +126,7 @@ def test_nested_markers_are_cleaned_in_one_pass(monkeypatch):
 
 
 def test_the_marker_filter_holds_back_a_bounded_amount_of_an_endless_marker():
-    from rag.pipeline import MarkerFilter
+    from rag.answers.pipeline import MarkerFilter
 
     markers = MarkerFilter({1})
     shown = [markers.feed("Answer [1")]
@@ -138,7 +138,7 @@ def test_the_marker_filter_holds_back_a_bounded_amount_of_an_endless_marker():
 
 
 def test_streamed_markers_are_cleaned_as_before():
-    from rag.pipeline import MarkerFilter
+    from rag.answers.pipeline import MarkerFilter
 
     text = "Both work [1, 9]. See [9] and [2]; also [[9]1].\nStart [9]."
     for size in (1, 2, 3, 7, 100):
@@ -178,7 +178,7 @@ class StrictEmbedder(FakeEmbedder):
 def services_for(embedder=None):
     from rag.components import Components
     from rag.settings import load_settings
-    from ui.callbacks import Services
+    from ui.web.callbacks import Services
 
     components = Components(load_settings())
     components.__dict__["embedder"] = embedder or FakeEmbedder()
@@ -186,8 +186,8 @@ def services_for(embedder=None):
 
 
 def test_url_credentials_never_show_but_are_still_sent(index_dir, caplog):
-    from ui import callbacks
-    from ui.callbacks import ChatSession
+    from ui.web import callbacks
+    from ui.web.callbacks import ChatSession
 
     caplog.set_level(logging.DEBUG)
     with ScriptedLLMServer(reply="FedSSM selects clients [1].", mode="status", status_code=503,
@@ -213,7 +213,7 @@ def test_url_credentials_never_show_but_are_still_sent(index_dir, caplog):
 
 @pytest.mark.slow
 def test_url_credentials_are_not_in_the_page_config(index_dir):
-    from ui.app import build_app
+    from ui.web.app import build_app
 
     url = f"http://bob:{PASSWORD}@127.0.0.1:9/v1"
     with fake_cli_env(index_dir, PAPERCHAT_LLM_BASE_URL=url):
@@ -247,8 +247,8 @@ ECHOES = {
 
 @pytest.mark.parametrize("echo", list(ECHOES))
 def test_a_key_echoed_in_disguise_is_redacted_everywhere(index_dir, echo):
-    from ui import callbacks
-    from ui.callbacks import ChatSession
+    from ui.web import callbacks
+    from ui.web.callbacks import ChatSession
 
     def hidden(text: str) -> bool:
         squeezed = "".join(ch for ch in text.lower() if ch.isalnum())
@@ -300,7 +300,7 @@ def test_lone_surrogates_in_records_and_questions_are_replaced_not_fatal(tmp_pat
 
 
 def test_a_lone_surrogate_in_the_chat_api_is_answered(index_dir, caplog):
-    from ui import callbacks
+    from ui.web import callbacks
 
     with fake_cli_env(index_dir, PAPERCHAT_LLM="extractive"):
         services = services_for(StrictEmbedder())
@@ -343,7 +343,7 @@ def rendered(markdown: str) -> str:
 
 def test_a_backtick_in_a_file_name_stays_inside_its_code_span():
     from rag.types import Answer, Citation
-    from ui.render import answer_markdown
+    from ui.web.render import answer_markdown
 
     citations = [Citation(1, "p1", "First", "odd`name.jsonl", 1, weak=True),
                  Citation(2, "p2", "Second", "plain.jsonl", 2)]
@@ -355,7 +355,7 @@ def test_a_backtick_in_a_file_name_stays_inside_its_code_span():
 
 def test_an_unclosed_code_fence_in_an_answer_does_not_swallow_the_note_and_sources():
     from rag.types import Answer, Citation
-    from ui.render import answer_markdown
+    from ui.web.render import answer_markdown
 
     answer = Answer("q", "Use this [1]:\n```python\nprint('hi')", citations=[Citation(1, "p1", "First", "a.jsonl", 1)],
                     grounded=True, invalid_markers=1)

@@ -18,11 +18,11 @@ import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from rag.citations import check_claims, clean_markers, find_markers, highlight_spans, split_claims
+from rag.answers.citations import check_claims, clean_markers, find_markers, highlight_spans, split_claims
+from rag.answers.pipeline import AnswerPipeline, MarkerFilter
 from rag.errors import LLMError
-from rag.llm import Delta, OpenAIChatModel
-from rag.pipeline import AnswerPipeline, MarkerFilter
-from rag.sse import SSEParser
+from rag.llm.client import Delta, OpenAIChatModel
+from rag.llm.sse import SSEParser
 from rag.types import Paper
 from tests.conftest import FakeEmbedder
 

@@ -13,7 +13,7 @@ from contextlib import redirect_stderr
 
 import pytest
 
-from rag.prompts import sanitize_source_text
+from rag.answers.prompts import sanitize_source_text
 from tests.conftest import BUNDLED_CORPUS, PROJECT_ROOT, FakeEmbedder
 from tests.fake_llm import ScriptedLLMServer
 from tests.hardening.conftest import cli, fake_cli_env
@@ -109,8 +109,8 @@ def test_the_key_is_hidden_in_settings_reprs_and_dumps(index_dir):
 def test_the_key_never_reaches_the_ui_functions(index_dir, server):
     from rag.components import Components
     from rag.settings import load_settings
-    from ui import callbacks, render
-    from ui.callbacks import ChatSession, Services, SessionSettings
+    from ui.web import callbacks, render
+    from ui.web.callbacks import ChatSession, Services, SessionSettings
 
     server.api_key = "the-right-key"  # rejects ours, echoing it back
     with fake_cli_env(index_dir, PAPERCHAT_LLM_BASE_URL=server.base_url, PAPERCHAT_LLM_API_KEY=KEY,
@@ -142,8 +142,8 @@ def test_the_key_never_reaches_the_ui_functions(index_dir, server):
 def test_the_key_is_not_in_the_page_config_the_browser_gets(index_dir, server):
     from rag.components import Components
     from rag.settings import load_settings
-    from ui.app import build_app
-    from ui.callbacks import Services
+    from ui.web.app import build_app
+    from ui.web.callbacks import Services
 
     with fake_cli_env(index_dir, PAPERCHAT_LLM_BASE_URL=server.base_url, PAPERCHAT_LLM_API_KEY=KEY):
         components = Components(load_settings())
@@ -162,7 +162,7 @@ def test_the_key_is_not_in_the_page_config_the_browser_gets(index_dir, server):
 
 
 class StubDemo:
-    """Stands in for ``gr.Blocks`` in ``ui.app.launch``: records how it would be launched."""
+    """Stands in for ``gr.Blocks`` in ``ui.web.app.launch``: records how it would be launched."""
 
     def __init__(self) -> None:
         self.kwargs: dict = {}
@@ -174,7 +174,7 @@ class StubDemo:
 
 def launch(monkeypatch, host=None, share=False, auth=None, env_host=None):
     from rag.settings import load_settings
-    from ui.app import launch as app_launch
+    from ui.web.app import launch as app_launch
 
     monkeypatch.delenv("GRADIO_SERVER_NAME", raising=False)
     monkeypatch.setenv("GRADIO_ANALYTICS_ENABLED", "False")  # launch() sets it when unset
@@ -211,7 +211,7 @@ def test_the_ui_listens_on_loopback_by_default_and_says_so_when_opened_up(monkey
 
 
 def test_serve_options_default_to_loopback_without_share():
-    from rag.cli import build_parser
+    from ui.cli import build_parser
 
     args = build_parser().parse_args(["serve"])
     assert args.host is None and args.share is False  # None: GRADIO_SERVER_NAME, else 127.0.0.1
@@ -321,8 +321,8 @@ def test_an_over_long_follow_up_in_the_web_ui_is_refused_before_any_model_call(i
     from rag.components import Components
     from rag.errors import QueryError
     from rag.settings import load_settings
-    from ui import callbacks
-    from ui.callbacks import ChatSession, Services
+    from ui.web import callbacks
+    from ui.web.callbacks import ChatSession, Services
 
     with fake_cli_env(index_dir, PAPERCHAT_LLM_BASE_URL=server.base_url):
         components = Components(load_settings())
@@ -374,8 +374,8 @@ def test_opening_a_stored_index_never_unpickles(index_dir, monkeypatch):
 
     import numpy as np
 
-    from rag.lexical import LexicalIndex
-    from rag.retrieval import HybridRetriever
+    from rag.retrieval.hybrid import HybridRetriever
+    from store.bm25 import LexicalIndex
     from store.chroma import ChromaStore
 
     def trap(*args, **kwargs):
@@ -423,8 +423,8 @@ def test_a_hanging_endpoint_fails_within_seconds_with_the_timeout_message(index_
 def test_a_session_endpoint_must_be_http_and_never_gets_the_server_key(index_dir, server):
     from rag.components import Components
     from rag.settings import load_settings
-    from ui import callbacks
-    from ui.callbacks import ChatSession, Services, SessionSettings
+    from ui.web import callbacks
+    from ui.web.callbacks import ChatSession, Services, SessionSettings
 
     with ScriptedLLMServer(reply=SUPPORTED_REPLY) as elsewhere, fake_cli_env(
         index_dir, PAPERCHAT_LLM_BASE_URL=server.base_url, PAPERCHAT_LLM_API_KEY=KEY

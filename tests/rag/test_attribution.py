@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.attribution import UNSUPPORTED_TAG, Attributor, invented_terms, shown_text
+from rag.answers.attribution import UNSUPPORTED_TAG, Attributor, invented_terms, shown_text
 from rag.types import Paper
 
 FEDSSM = Paper(

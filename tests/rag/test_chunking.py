@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.chunking import Chunker, split_sentences
+from rag.corpus.chunking import Chunker, split_sentences
 from rag.types import Paper
 
 

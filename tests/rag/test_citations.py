@@ -7,8 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.chunking import split_sentences
-from rag.citations import (
+from rag.answers.citations import (
     MARKER,
     WEAK_BELOW,
     Claim,
@@ -20,6 +19,7 @@ from rag.citations import (
     highlight_spans,
     split_claims,
 )
+from rag.corpus.chunking import split_sentences
 from rag.types import Paper
 from tests.conftest import BUNDLED_CORPUS
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from rag.components import Components, build_embedder, choose_embedding_backend
-from rag.embedding import BUNDLED_MODEL_NAME, ModelRef, SentenceTransformerEmbedder, bundled_model_dir
+from rag.embedding.models import BUNDLED_MODEL_NAME, ModelRef, SentenceTransformerEmbedder, bundled_model_dir
+from rag.embedding.onnx import INT8_SUFFIX, OnnxEmbedder, ensure_onnx, mean_pooled
 from rag.errors import ModelNotFound
-from rag.onnx_embedding import INT8_SUFFIX, OnnxEmbedder, ensure_onnx, mean_pooled
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -158,7 +158,7 @@ def test_ingest_then_search_runs_int8_and_never_imports_torch(tmp_path, model_ca
     env_code = f"""
 import json, os, sys
 os.environ.update(PAPERCHAT_DATA_DIR={str(tmp_path / 'index')!r}, PAPERCHAT_MODEL_CACHE_DIR={str(model_cache)!r})
-from rag.cli import main
+from ui.cli import main
 code = main(sys.argv[1:])
 heavy = sorted(m for m in ("torch", "sentence_transformers", "transformers") if m in sys.modules)
 print(json.dumps({{"code": code, "heavy": heavy}}))

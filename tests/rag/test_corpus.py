@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag import corpus
-from rag.corpus import (
+from rag.corpus import load as corpus
+from rag.corpus.load import (
     SUPPORTED_SUFFIXES,
     LoadProblem,
     LoadResult,

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from rag.llm import OpenAIChatModel
-from rag.local_llm import EmbeddedLLMServer, local_extra_installed
-from rag.pipeline import AnswerPipeline, FinalEvent, PipelineConfig, TextEvent
+from rag.answers.pipeline import AnswerPipeline, FinalEvent, PipelineConfig, TextEvent
+from rag.llm.client import OpenAIChatModel
+from rag.llm.embedded import EmbeddedLLMServer, local_extra_installed
 from tests.conftest import PROJECT_ROOT
 
 pytestmark = [
@@ -50,7 +50,7 @@ def test_cli_ask_without_endpoint_uses_embedded_model_and_cleans_up(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PAPERCHAT_", "OPENAI_"))}
     env.update(PAPERCHAT_DATA_DIR=str(tmp_path), PAPERCHAT_LLM_MAX_TOKENS="48")
     before = llama_pids()
-    result = subprocess.run([sys.executable, "-m", "rag.cli", "ask", "What environments was CogRouter evaluated on?",
+    result = subprocess.run([sys.executable, "-m", "ui.cli", "ask", "What environments was CogRouter evaluated on?",
                              "--json"], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)

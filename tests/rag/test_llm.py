@@ -29,7 +29,7 @@ from rag.errors import (
     LLMTimeout,
     LLMUnavailable,
 )
-from rag.llm import (
+from rag.llm.client import (
     ChatModel,
     Delta,
     OpenAIChatModel,

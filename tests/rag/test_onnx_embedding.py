@@ -15,9 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag.embedding import BUNDLED_MODEL_NAME, bundled_model_dir
-from rag.errors import ModelNotFound
-from rag.onnx_embedding import (
+from rag.embedding.models import BUNDLED_MODEL_NAME, bundled_model_dir
+from rag.embedding.onnx import (
     INT8_SUFFIX,
     OnnxEmbedder,
     export_onnx,
@@ -29,6 +28,7 @@ from rag.onnx_embedding import (
     read_sidecar,
     source_fingerprint,
 )
+from rag.errors import ModelNotFound
 
 PROJECT = Path(__file__).resolve().parents[2]
 HEAVY = ("onnxruntime", "torch", "sentence_transformers", "transformers")
@@ -168,7 +168,7 @@ def test_constructing_and_counting_tokens_loads_no_runtime(model_dir, tmp_path):
     result = _run(f"""
         import json, sys
         from pathlib import Path
-        from rag.onnx_embedding import OnnxEmbedder
+        from rag.embedding.onnx import OnnxEmbedder
         e = OnnxEmbedder(Path({str(model_dir)!r}), Path({str(tmp_path / 'model.onnx')!r}), name="all-MiniLM-L6-v2")
         facts = [e.name, e.dimension, e.max_tokens, e.count_tokens("hello world")]
         print(json.dumps({{"facts": facts, "loaded": [m for m in {HEAVY!r} if m in sys.modules],
@@ -178,7 +178,7 @@ def test_constructing_and_counting_tokens_loads_no_runtime(model_dir, tmp_path):
 
 
 def test_token_counts_match_the_sentence_transformers_embedder(model_dir, tmp_path):
-    from rag.embedding import SentenceTransformerEmbedder
+    from rag.embedding.models import SentenceTransformerEmbedder
 
     onnx = OnnxEmbedder(model_dir, tmp_path / "model.onnx", name=BUNDLED_MODEL_NAME)
     torch_side = SentenceTransformerEmbedder()  # counting only reads tokenizer.json: no torch
@@ -191,7 +191,7 @@ def test_embedding_imports_onnxruntime_but_never_torch(onnx_files, model_dir):
     result = _run(f"""
         import json, sys
         from pathlib import Path
-        from rag.onnx_embedding import OnnxEmbedder
+        from rag.embedding.onnx import OnnxEmbedder
         e = OnnxEmbedder(Path({str(model_dir)!r}), Path({str(onnx_files[0])!r}), name="all-MiniLM-L6-v2")
         v = e.embed(["a question about papers"])
         print(json.dumps({{"shape": list(v.shape), "loaded": [m for m in {HEAVY!r} if m in sys.modules]}}))
@@ -209,7 +209,7 @@ def test_missing_onnx_file_says_how_to_create_it(model_dir, tmp_path):
         embedder.embed(["a question"])
     message = str(caught.value)
     assert str(path) in message and "does not exist" in message
-    assert f"python -m rag.onnx_embedding --cache-dir {tmp_path / 'models'} --int8" in message
+    assert f"python -m rag.embedding.onnx --cache-dir {tmp_path / 'models'} --int8" in message
     assert "paperchat ingest" in message
 
 

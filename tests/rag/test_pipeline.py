@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from rag.chunking import split_sentences
+from rag.answers.pipeline import AnswerPipeline, FinalEvent, MarkerFilter, PipelineConfig, SourcesEvent, TextEvent
+from rag.answers.prompts import NOT_COVERED, build_prompt, says_not_covered
+from rag.corpus.chunking import split_sentences
 from rag.errors import LLMAuthError
-from rag.llm import OpenAIChatModel
-from rag.pipeline import AnswerPipeline, FinalEvent, MarkerFilter, PipelineConfig, SourcesEvent, TextEvent
-from rag.prompts import NOT_COVERED, build_prompt, says_not_covered
+from rag.llm.client import OpenAIChatModel
 from rag.types import Hit
 
 QUESTION = "state space models for choosing clients in federated learning"

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag.embedding import bundled_model_dir
+from rag.embedding.models import bundled_model_dir
 from rag.errors import ModelNotFound
-from rag.rerank import CrossEncoderReranker
+from rag.retrieval.rerank import CrossEncoderReranker
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,7 @@ def test_reranker_orders_the_top_papers_by_the_model_and_keeps_the_rest(fake_ind
 
 @pytest.mark.slow
 def test_settings_switch_reranking_on_in_the_retriever(settings_factory, tiny_cross_encoder, fake_index):
-    from rag.retrieval import HybridRetriever
+    from rag.retrieval.hybrid import HybridRetriever
 
     settings = settings_factory(reranker_model=str(tiny_cross_encoder), rerank_top=6)
     retriever = HybridRetriever.from_settings(settings, fake_index.store, fake_index.embedder, fake_index.lexical)

@@ -5,8 +5,8 @@ import pytest
 from rag.errors import QueryError
 from rag.evaluation import dev_metrics, load_dev
 from rag.ingest import Ingestor, make_chunker
-from rag.lexical import LexicalIndex
-from rag.retrieval import HybridRetriever, _name_pattern
+from rag.retrieval.hybrid import HybridRetriever, _name_pattern
+from store.bm25 import LexicalIndex
 from store.chroma import ChromaStore
 from tests.conftest import DEV_QUESTIONS
 
@@ -123,7 +123,7 @@ def test_a_lexical_index_saved_without_titles_is_rebuilt(fake_index, tmp_path):
 def test_every_candidate_gets_its_exact_dense_score(fake_index, candidates):
     """Papers that one of the three searches found and the others did not are scored from their stored
     vectors, never given a floor value (with 3 candidates per side most papers are found by one side)."""
-    from rag.retrieval import FusionParams
+    from rag.retrieval.hybrid import FusionParams
 
     store = fake_index.store
     fake_index.refresh()

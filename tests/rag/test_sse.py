@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.sse import SSEEvent, SSEParser
+from rag.llm.sse import SSEEvent, SSEParser
 
 
 def parse(*pieces: str) -> list[SSEEvent]:

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.titles import derive_title, is_generic, looks_coined
+from rag.corpus.titles import derive_title, is_generic, looks_coined
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "icml2026"
 
 
 def _bundled_abstracts() -> list[tuple[str, int, str]]:
-    """(file name, ordinal, abstract) for the bundled corpus, parsed independently of rag.corpus."""
+    """(file name, ordinal, abstract) for the bundled corpus, parsed independently of rag.corpus.load."""
     found = []
     for path in sorted(CORPUS.glob("*.txt")):
         paragraphs = [" ".join(p.split()) for p in path.read_text(encoding="utf-8").split("\n\n") if p.strip()]

@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from rag.chunking import Chunker
+from rag.corpus.chunking import Chunker
 from rag.errors import IndexLocked, IndexMismatch
 from rag.ingest import Ingestor, index_manifest, ingest_lock
 from rag.types import Paper
@@ -177,8 +177,8 @@ def test_an_index_of_the_previous_format_asks_for_a_rebuild(store, ingestor, fak
 
 def test_a_large_batch_with_many_candidates_stays_within_sqlite_limits(tmp_path, fake_embedder):
     """300 questions x 200 results per call would pass 32,766 SQL variables in one Chroma read."""
-    from rag.lexical import LexicalIndex
-    from rag.retrieval import FusionParams, HybridRetriever
+    from rag.retrieval.hybrid import FusionParams, HybridRetriever
+    from store.bm25 import LexicalIndex
 
     store = ChromaStore(path=tmp_path / "chroma", collection="many")
     words = ["graph", "robot", "privacy", "protein", "speech", "vision", "policy", "kernel", "sparse", "causal"]

@@ -12,8 +12,8 @@ import pytest
 
 from rag.errors import StoreUnavailable
 from rag.ingest import Ingestor, make_chunker
-from rag.lexical import LexicalIndex
-from rag.retrieval import HybridRetriever
+from rag.retrieval.hybrid import HybridRetriever
+from store.bm25 import LexicalIndex
 from store.chroma import ChromaStore
 from tests.processes import free_port
 

@@ -27,7 +27,7 @@ SCRIPT_PAYLOAD = "<script>alert(1)</script>"
 
 def tiny_papers():
     """FedSSM, MA-RAG and a few more bundled papers, plus the markup-injection probe."""
-    from rag.corpus import load_corpus
+    from rag.corpus.load import load_corpus
     from rag.types import Paper
 
     bundled = load_corpus([BUNDLED_CORPUS]).papers
@@ -43,7 +43,7 @@ def tiny_papers():
 def make_services(settings_factory, fake_embedder):
     """``make_services(**settings)`` -> Services over a tiny index built with the fake embedder."""
     from rag.components import Components
-    from ui.callbacks import Services
+    from ui.web.callbacks import Services
 
     made = []
 
@@ -133,8 +133,8 @@ def served_app(tmp_path_factory, request):
     from tests.conftest import FakeEmbedder
     from tests.fake_llm import ScriptedLLMServer
     from tests.processes import free_port
-    from ui.app import build_app, launch
-    from ui.callbacks import Services
+    from ui.web.app import build_app, launch
+    from ui.web.callbacks import Services
 
     overrides = dict(getattr(request.module, "SERVED_SETTINGS", {}))
     host = overrides.pop("host", "127.0.0.1")

@@ -1,4 +1,4 @@
-"""What the API and the MCP server share (ui.answers), as plain functions over the tiny index."""
+"""What the API and the MCP server share (ui.api.answers), as plain functions over the tiny index."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from rag.types import Answer, Citation, Hit
 
 
 def test_sources_block_round_trip():
-    from ui.answers import answer_text, sources_tail, split_sources
+    from ui.api.answers import answer_text, sources_tail, split_sources
 
     answer = Answer(question="q", answer="FedSSM does it [1], and CausalAno too [2].", citations=[
         Citation(1, "a#1", "FedSSM", "000.txt", 1), Citation(2, "b", "Causal — Ano", "extra.jsonl", 4, weak=True)])
@@ -26,7 +26,7 @@ def test_sources_block_round_trip():
 
 
 def test_citation_fields_forward_what_to_dict_gives(monkeypatch):
-    from ui.answers import citation_fields
+    from ui.api.answers import citation_fields
 
     answer = Answer(question="q", answer="A [1].", citations=[Citation(1, "a", "A", "f.txt", 1, evidence="e")])
     fields = citation_fields(answer)
@@ -39,7 +39,7 @@ def test_citation_fields_forward_what_to_dict_gives(monkeypatch):
 
 
 def test_conversation_reads_turns_and_cited_papers(make_services):
-    from ui.answers import conversation
+    from ui.api.answers import conversation
 
     services = make_services(llm="extractive")
     question, history = conversation(services, [
@@ -58,7 +58,7 @@ def test_conversation_reads_turns_and_cited_papers(make_services):
                                       [{"role": "bot", "content": "x"}], [{"role": "user", "content": "a"},
                                                                           {"role": "assistant", "content": "b"}]])
 def test_conversation_rejects_bad_messages_in_one_line(make_services, messages):
-    from ui.answers import conversation
+    from ui.api.answers import conversation
 
     with pytest.raises(QueryError) as caught:
         conversation(make_services(llm="extractive"), messages)
@@ -66,7 +66,7 @@ def test_conversation_rejects_bad_messages_in_one_line(make_services, messages):
 
 
 def test_history_of_the_ask_tool_keeps_given_paper_ids(make_services):
-    from ui.answers import history_from
+    from ui.api.answers import history_from
 
     services = make_services(llm="extractive")
     history = history_from(services, [{"role": "user", "content": "q"},
@@ -78,7 +78,7 @@ def test_history_of_the_ask_tool_keeps_given_paper_ids(make_services):
 
 
 def test_pipeline_for_models(make_services, llm_server):
-    from ui.answers import pipeline_for
+    from ui.api.answers import pipeline_for
 
     services = make_services(llm_base_url=llm_server.base_url)
     default = pipeline_for(services, "paperchat")
@@ -92,7 +92,7 @@ def test_pipeline_for_models(make_services, llm_server):
 
 
 def test_gate_lets_some_wait_and_turns_the_rest_away():
-    from ui.answers import AnswerGate
+    from ui.api.answers import AnswerGate
 
     async def scenario():
         gate = AnswerGate(concurrent=1, waiting=1)

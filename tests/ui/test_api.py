@@ -99,8 +99,8 @@ def test_raw_stream_ends_with_done(served_app, llm):
 
 
 def test_a_follow_up_in_messages_resolves_as_in_the_ui(client, served_app):
-    from ui import render
-    from ui.callbacks import SessionSettings
+    from ui.web import render
+    from ui.web.callbacks import SessionSettings
 
     first_question = "Which papers detect anomalies with causal graphs or calibrate LLMs?"
     first = client.chat.completions.create(model="paperchat-extractive", messages=user(first_question))
@@ -278,7 +278,7 @@ class BrokenPipeline:
         raise RuntimeError("secret internal detail")
 
     def stream(self, question, history=(), *, k=None):
-        from rag.pipeline import SourcesEvent, TextEvent
+        from rag.answers.pipeline import SourcesEvent, TextEvent
 
         yield SourcesEvent([], question)
         if self.after_text:
@@ -289,7 +289,7 @@ class BrokenPipeline:
 def test_a_bug_is_a_500_in_openai_shape_and_the_server_keeps_serving(served_app, client, llm, monkeypatch):
     import openai
 
-    from ui import answers
+    from ui.api import answers
 
     monkeypatch.setattr(answers, "pipeline_for", lambda *a, **k: BrokenPipeline(after_text=False))
     for stream in (False, True):
@@ -322,7 +322,7 @@ def test_what_other_clients_send_is_accepted(served_app, llm):
 
 
 def test_the_start_up_message_says_a_key_is_needed(served_app):
-    from ui.api import build_service
+    from ui.api.v1 import build_service
 
     service = build_service(served_app.services, host="0.0.0.0", loopback=False)
     assert service.message == "OpenAI-compatible API at /v1, MCP at /mcp (each request needs PAPERCHAT_API_KEY)"

@@ -44,7 +44,7 @@ def app(tmp_path_factory):
     data = tmp / "data"
     extra = write_extra_corpus(tmp / "extra.jsonl")
     env = clean_env(PAPERCHAT_DATA_DIR=str(data))
-    subprocess.run([sys.executable, "-m", "rag.cli", "ingest", str(BUNDLED_CORPUS), str(extra)],
+    subprocess.run([sys.executable, "-m", "ui.cli", "ingest", str(BUNDLED_CORPUS), str(extra)],
                    cwd=PROJECT_ROOT, env=env, check=True, capture_output=True, timeout=300)
     fast, fast_url = start_fake_llm(REPLY, "--delay", "0.05", "--chunk-size", "4")
     slow, slow_url = start_fake_llm(SLOW_REPLY, "--delay", "0.25", "--chunk-size", "6")

@@ -10,8 +10,8 @@ import pytest
 from rag.errors import QueryError
 from tests.fake_llm import ScriptedLLMServer, free_port
 from tests.ui.conftest import IMG_PAYLOAD, SCRIPT_PAYLOAD
-from ui import callbacks, render
-from ui.callbacks import ChatSession, SessionSettings
+from ui.web import callbacks, render
+from ui.web.callbacks import ChatSession, SessionSettings
 
 QUESTION = "Which papers use state space models for client selection?"
 FEDSSM = "000_dcbf1b5d2daaeff5.txt#1"
@@ -343,7 +343,7 @@ def test_render_escapes_everything():
 
 
 def test_serving_helpers(monkeypatch):
-    from ui import app
+    from ui.web import app
 
     assert app.is_loopback("127.0.0.1") and app.is_loopback("localhost") and app.is_loopback("::1")
     assert not app.is_loopback("0.0.0.0") and not app.is_loopback("192.168.1.4")
@@ -360,7 +360,7 @@ def test_serving_helpers(monkeypatch):
 def test_serve_arguments():
     import argparse
 
-    from ui.cli_serve import add_serve_arguments
+    from ui.serve import add_serve_arguments
 
     args = add_serve_arguments(argparse.ArgumentParser()).parse_args([])
     assert (args.host, args.port, args.share, args.k, args.extractive) == (None, None, False, None, False)

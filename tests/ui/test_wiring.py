@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.filterwarnings("ignore:.*no_silent_downcasting"),
 @pytest.fixture
 def launched(make_services, llm_server):
     """``launched(**settings)`` -> (url, services) of a running app; closed afterwards."""
-    from ui.app import build_app, launch
+    from ui.web.app import build_app, launch
 
     demos = []
 
@@ -99,7 +99,7 @@ def test_four_endless_answers_do_not_keep_a_fifth_user_waiting(launched, llm_ser
 
     from gradio_client import Client
 
-    from ui.app import CONCURRENCY
+    from ui.web.app import CONCURRENCY
 
     llm_server.mode = "ping"
     llm_server.reply = "FedSSM selects clients with state space models [1]."

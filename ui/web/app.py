@@ -1,4 +1,4 @@
-"""The paperchat web UI (Gradio 6): layout and wiring. What happens on each event is in ``ui.callbacks``.
+"""The paperchat web UI (Gradio 6): layout and wiring. What happens on each event is in ``ui.web.callbacks``.
 
 ``build_app(services)`` returns the ``gr.Blocks``; ``serve(components, ...)`` prepares the index, launches
 the server (127.0.0.1 unless told otherwise, never a public share link unless asked) and, on the way out
@@ -17,8 +17,8 @@ from collections.abc import Iterator
 import gradio as gr
 
 from rag.errors import ConfigError, PaperchatError
-from ui import callbacks, render
-from ui.callbacks import ChatSession, Services, SessionSettings
+from ui.web import callbacks, render
+from ui.web.callbacks import ChatSession, Services, SessionSettings
 
 DEFAULT_HOST = "127.0.0.1"
 CONCURRENCY = 4  # answers written at once; more wait in the queue
@@ -226,7 +226,7 @@ def parse_auth(auth: str | None) -> tuple[str, str] | None:
 
 def prepare(components) -> Services:
     """Build the index from the bundled corpus if it is empty, and load what the first question needs."""
-    from rag.cli import ensure_index
+    from ui.cli import ensure_index
 
     ensure_index(components)
     services = Services(components)
@@ -239,7 +239,7 @@ def launch(demo: gr.Blocks, settings, *, host: str | None = None, port: int | No
     """Start serving ``demo`` without blocking; returns the local URL. Warns when it is open to others.
 
     With ``services``, the OpenAI-compatible API (``/v1``) and the MCP server (``/mcp``) are served on the
-    same port, in front of the UI (``ui.api``).
+    same port, in front of the UI (``ui.api.v1``).
     """
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     host = resolve_host(host)
@@ -253,7 +253,7 @@ def launch(demo: gr.Blocks, settings, *, host: str | None = None, port: int | No
     extra = {}
     service = None
     if services is not None:
-        from ui.api import build_service
+        from ui.api.v1 import build_service
 
         service = build_service(services, host=host, loopback=is_loopback(host) and not share)
         # Gradio builds its FastAPI app from these: the API's routes sit in front of the UI's, and the MCP

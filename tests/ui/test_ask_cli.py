@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from rag.cli import main
 from tests.conftest import PROJECT_ROOT
 from tests.fake_llm import ScriptedLLMServer, free_port
+from ui.cli import main
 
 pytestmark = pytest.mark.slow
 KEY = "sk-test-SECRET-123"
@@ -22,7 +22,7 @@ QUESTION = "state space models for choosing clients in federated learning"
 def index_dir(tmp_path_factory):
     data_dir = tmp_path_factory.mktemp("ask-index")
     env = {**os.environ, "PAPERCHAT_DATA_DIR": str(data_dir)}
-    subprocess.run([sys.executable, "-m", "rag.cli", "ingest"], cwd=PROJECT_ROOT, env=env, check=True,
+    subprocess.run([sys.executable, "-m", "ui.cli", "ingest"], cwd=PROJECT_ROOT, env=env, check=True,
                    capture_output=True)
     return data_dir
 
@@ -45,7 +45,7 @@ def test_ask_json_strips_unknown_marker_and_maps_citations(index_dir):
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PAPERCHAT_", "OPENAI_"))}
         env.update(PAPERCHAT_DATA_DIR=str(index_dir), PAPERCHAT_LLM_BASE_URL=server.base_url,
                    PAPERCHAT_LLM_API_KEY=KEY)
-        result = subprocess.run([sys.executable, "-m", "rag.cli", "ask", QUESTION, "--json"], cwd=PROJECT_ROOT,
+        result = subprocess.run([sys.executable, "-m", "ui.cli", "ask", QUESTION, "--json"], cwd=PROJECT_ROOT,
                                 env=env, capture_output=True, text=True, timeout=300)
         assert result.returncode == 0, result.stderr
         payload = json.loads(result.stdout)

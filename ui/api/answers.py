@@ -1,8 +1,8 @@
 """What the OpenAI-compatible API and the MCP server share: the answer writers offered as models, a
 conversation read from chat messages, the structured citations of an answer, and a gate that limits
-how many answers are written at once. No HTTP here: ``ui.api`` and ``ui.mcp_server`` are the transports.
+how many answers are written at once. No HTTP here: ``ui.api.v1`` and ``ui.api.mcp_server`` are the transports.
 
-The parts come from ``ui.callbacks.Services`` (the same index, embedder and pipelines as the web UI);
+The parts come from ``ui.web.callbacks.Services`` (the same index, embedder and pipelines as the web UI);
 nothing is built a second time.
 """
 
@@ -14,11 +14,11 @@ import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 
+from rag.answers.pipeline import AnswerPipeline
 from rag.errors import QueryError, ServerBusy, UnknownModel
-from rag.pipeline import AnswerPipeline
 from rag.types import Answer
-from ui import render
-from ui.callbacks import Services
+from ui.web import render
+from ui.web.callbacks import Services
 
 DEFAULT_MODEL = "paperchat"
 EXTRACTIVE_MODEL = "paperchat-extractive"
@@ -36,7 +36,7 @@ class ModelInfo:
 
 def models(services: Services) -> list[ModelInfo]:
     """The answer writers offered: the server's configured default, and extractive (no LLM)."""
-    from ui.callbacks import backend_description
+    from ui.web.callbacks import backend_description
 
     default = backend_description(services, services.defaults())
     return [

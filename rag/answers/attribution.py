@@ -2,7 +2,7 @@
 
 After an answer is written (by an endpoint, the embedded model or the extractive writer) ``Attributor``
 
-1. splits it into claims (``rag.citations.split_claims``),
+1. splits it into claims (``rag.answers.citations.split_claims``),
 2. compares each claim with the evidence spans (sentences and adjacent pairs) of *every* numbered source,
    not only the ones it cites: the best span of each source is that source's support for the claim,
 3. keeps the markers of cited sources that support the claim, re-cites a claim whose cited source does not
@@ -12,7 +12,7 @@ After an answer is written (by an endpoint, the embedded model or the extractive
    and it is struck through in the text (or removed, for writers too small to be trusted with it),
 5. rewrites the answer's markers to match.
 
-It does not decide whether the question is answerable (rag.extractive does) and does not fetch sources.
+It does not decide whether the question is answerable (rag.answers.extractive does) and does not fetch sources.
 """
 
 from __future__ import annotations
@@ -24,12 +24,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag.citations import WEAK_BELOW, Claim, ClaimCheck, evidence_spans, find_markers, split_claims, strip_markers
-from rag.embedding import Embedder
-from rag.lexical import Analyzer, LexicalParams
-from rag.prompts import says_not_covered
-from rag.titles import is_generic, looks_coined
+from rag.answers.citations import (
+    WEAK_BELOW,
+    Claim,
+    ClaimCheck,
+    evidence_spans,
+    find_markers,
+    split_claims,
+    strip_markers,
+)
+from rag.answers.prompts import says_not_covered
+from rag.corpus.titles import is_generic, looks_coined
+from rag.embedding.models import Embedder
 from rag.types import ClaimVerdict, Paper
+from store.bm25 import Analyzer, LexicalParams
 
 # Written in place of the markers of a claim no source supports.
 UNSUPPORTED_TAG = "[unsupported]"

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag.chunking import split_sentences
-from rag.embedding import Embedder
+from rag.corpus.chunking import split_sentences
+from rag.embedding.models import Embedder
 from rag.types import Citation, Paper
 
 # Supports below this are weak. Calibrated with all-MiniLM-L6-v2 (see the module docstring).

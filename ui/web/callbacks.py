@@ -16,12 +16,12 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
+from rag.answers.pipeline import AnswerPipeline, FinalEvent, PipelineConfig, SourcesEvent, TextEvent
 from rag.errors import ConfigError, LLMAuthError, LLMError, PaperchatError, QueryError
-from rag.pipeline import AnswerPipeline, FinalEvent, PipelineConfig, SourcesEvent, TextEvent
 from rag.redact import redact_url
 from rag.text import clean_input
 from rag.types import Answer, Paper
-from ui import render
+from ui.web import render
 
 log = logging.getLogger("paperchat.ui")
 
@@ -138,7 +138,7 @@ class Services:
         return key.get_secret_value()
 
     def _chat_model(self, url: str, model: str, api_key: str, temperature: float, *, timeout=None, retries=None):
-        from rag.llm import OpenAIChatModel
+        from rag.llm.client import OpenAIChatModel
 
         url = self.real_url(url)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.embedding import set_offline
+from rag.embedding.models import set_offline
 from rag.errors import ModelNotFound
 from rag.types import Hit
 

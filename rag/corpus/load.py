@@ -25,9 +25,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
+from rag.corpus.titles import derive_title
 from rag.errors import CorpusError
 from rag.text import clean_input, clean_value
-from rag.titles import derive_title
 from rag.types import Paper
 
 __all__ = [

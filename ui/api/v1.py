@@ -7,7 +7,7 @@ the structured citations ride in extra fields (``citations``, ``claims`` when pr
 the response and of the last stream chunk. Errors are OpenAI's error JSON with OpenAI's status codes and
 never a traceback.
 
-``ServiceRoutes`` puts this API and the MCP server (``ui.mcp_server``) in front of the Gradio app:
+``ServiceRoutes`` puts this API and the MCP server (``ui.api.mcp_server``) in front of the Gradio app:
 requests under ``/v1`` and ``/mcp`` go to them, everything else to the UI. ``RequireKey`` guards both
 with ``PAPERCHAT_API_KEY``.
 """
@@ -33,12 +33,12 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from rag.answers.pipeline import FinalEvent, SourcesEvent, TextEvent
 from rag.errors import LLMError, LLMRateLimited, PaperchatError, QueryError, ServerBusy, UnknownModel
-from rag.pipeline import FinalEvent, SourcesEvent, TextEvent
-from rag.retrieval import validate_question
-from ui import answers
-from ui.answers import AnswerGate
-from ui.callbacks import Services
+from rag.retrieval.hybrid import validate_question
+from ui.api import answers
+from ui.api.answers import AnswerGate
+from ui.web.callbacks import Services
 
 log = logging.getLogger("paperchat.api")
 
@@ -437,7 +437,7 @@ def build_api(services: Services, gate: AnswerGate, *, max_body_bytes: int) -> S
 
 @dataclass
 class Service:
-    """What ``ui.app.launch`` adds to the Gradio app: its middleware, and a lifespan for the MCP sessions."""
+    """What ``ui.web.app.launch`` adds to the Gradio app: its middleware, and a lifespan for the MCP sessions."""
 
     middleware: list
     lifespan: object
@@ -468,7 +468,7 @@ def build_service(services: Services, *, host: str, loopback: bool, mcp: bool = 
     api = RequireKey(build_api(services, gate, max_body_bytes=settings.api_max_body_bytes), key)
     mcp_app = lifespan = None
     if mcp:
-        from ui.mcp_server import build_mcp_server
+        from ui.api.mcp_server import build_mcp_server
 
         server = build_mcp_server(services, gate)
         mcp_asgi = server.streamable_http_app(

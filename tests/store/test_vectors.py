@@ -6,7 +6,7 @@ import shutil
 
 import numpy as np
 
-from rag.vectors import VectorTable
+from store.vectors import VectorTable
 
 
 def _table(fake_index, tmp_path):
@@ -45,8 +45,8 @@ def test_a_stale_or_damaged_table_is_not_loaded(fake_index, tmp_path):
 
 
 def test_the_retriever_rebuilds_a_damaged_table(fake_index, tmp_path):
-    from rag.lexical import LexicalIndex
-    from rag.retrieval import HybridRetriever
+    from rag.retrieval.hybrid import HybridRetriever
+    from store.bm25 import LexicalIndex
 
     fake_index.refresh()
     lexical = tmp_path / "lexical"
@@ -61,7 +61,7 @@ def test_the_retriever_rebuilds_a_damaged_table(fake_index, tmp_path):
 
 def test_brute_force_and_chroma_find_the_same_papers(fake_index):
     """Exact nearest neighbours from the table agree with Chroma's index on a small corpus."""
-    from rag.retrieval import FusionParams, HybridRetriever
+    from rag.retrieval.hybrid import FusionParams, HybridRetriever
 
     fake_index.refresh()
     questions = ["federated learning clients", "robot policies from video", "heart sound synthesis"]

@@ -45,7 +45,7 @@ def _components(args):
 
 
 def run_ingest(components, paths: Sequence[str], *, rebuild: bool = False, quiet: bool = False) -> int:
-    from rag.corpus import load_corpus
+    from rag.corpus.load import load_corpus
     from rag.ingest import ingest_lock
 
     settings = components.settings
@@ -214,7 +214,7 @@ def _print_sources(answer) -> None:
 
 
 def _stream_answer(pipeline, question: str, history=(), k=None):
-    from rag.pipeline import FinalEvent, TextEvent
+    from rag.answers.pipeline import FinalEvent, TextEvent
 
     final = None
     shown: list[str] = []
@@ -294,8 +294,8 @@ def cmd_chat(args) -> int:
 def cmd_mcp(args) -> int:
     """An MCP server over stdio (for desktop clients and agents): stdout carries the protocol only."""
     from rag.components import print_notice
-    from ui.callbacks import Services
-    from ui.mcp_server import run_stdio
+    from ui.api.mcp_server import run_stdio
+    from ui.web.callbacks import Services
 
     components = _components(args)
     services = Services(components)
@@ -314,7 +314,7 @@ def cmd_mcp(args) -> int:
 
 def cmd_doctor(args) -> int:
     """Check each part in turn and say what to fix; exit 1 when something needs fixing."""
-    from rag.llm import OpenAIChatModel
+    from rag.llm.client import OpenAIChatModel
 
     fixes: list[str] = []
     settings = load_settings(**({"llm": "extractive"} if args.extractive else {}))
@@ -413,7 +413,7 @@ def cmd_eval(args) -> int:
         retriever.refresh()
 
         # Stored ids are namespaced by their file ("corpus.jsonl#doc1"); the qrels name the documents' own ids.
-        from rag.corpus import file_label
+        from rag.corpus.load import file_label
 
         corpus_file = Path(args.beir) / "corpus.jsonl"
         prefixes = tuple(
@@ -501,7 +501,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--extractive", action="store_true")
     p.set_defaults(func=cmd_doctor)
 
-    from ui.cli_serve import add_serve_arguments, cmd_serve
+    from ui.serve import add_serve_arguments, cmd_serve
 
     p = sub.add_parser("serve", help="open the web UI (http://127.0.0.1:7860), with the OpenAI-compatible API at "
                                      "/v1 and the MCP server at /mcp")

@@ -17,7 +17,7 @@ Files, all derived from the model folder and rebuilt at will (written atomically
     <cache_dir>/<model name>/model*.onnx.json      which model folder it came from (a fingerprint)
 
 The fingerprint lets a query refuse an ONNX file exported from another model of the same name, which
-the index manifest (it records names) could not tell apart. ``python -m rag.onnx_embedding`` creates the
+the index manifest (it records names) could not tell apart. ``python -m rag.embedding.onnx`` creates the
 files by hand.
 """
 
@@ -157,7 +157,7 @@ def export_onnx(model_dir: Path, target: Path, *, optimize: bool = True) -> Path
     With ``optimize`` ONNX Runtime's BERT fusions (attention, LayerNorm, GELU) are applied offline. The
     result is checked against torch before it replaces ``target``. Needs torch, transformers and onnx.
     """
-    from rag.embedding import set_offline
+    from rag.embedding.models import set_offline
 
     set_offline()
     model_dir, target = Path(model_dir), Path(target)
@@ -462,7 +462,7 @@ class OnnxEmbedder:
         cache_dir = self.onnx_path.parent.parent
         int8 = " --int8" if self.onnx_path.name == INT8_FILE else ""
         model = f" --model {self.model_dir}" if _is_custom_model(self.model_dir) else ""
-        return f"`python -m rag.onnx_embedding --cache-dir {cache_dir}{model}{int8}`, which needs torch, once"
+        return f"`python -m rag.embedding.onnx --cache-dir {cache_dir}{model}{int8}`, which needs torch, once"
 
     def _missing_message(self) -> str:
         return (
@@ -534,7 +534,7 @@ def l2_normalise(vectors: np.ndarray) -> np.ndarray:
 
 def _is_custom_model(model_dir: Path) -> bool:
     try:
-        from rag.embedding import bundled_model_dir
+        from rag.embedding.models import bundled_model_dir
 
         return Path(model_dir).resolve() != bundled_model_dir().resolve()
     except ModelNotFound:
@@ -542,17 +542,17 @@ def _is_custom_model(model_dir: Path) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m rag.onnx_embedding``: export (and quantise) the embedding model into the cache."""
+    """``python -m rag.embedding.onnx``: export (and quantise) the embedding model into the cache."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m rag.onnx_embedding", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m rag.embedding.onnx", description=main.__doc__)
     parser.add_argument("--cache-dir", type=Path, default=None, help="default: <PAPERCHAT_DATA_DIR>/models")
     parser.add_argument("--model", default=None, help="model folder (default: PAPERCHAT_EMBEDDING_MODEL or bundled)")
     parser.add_argument("--int8", action="store_true", help="also write the int8 model")
     parser.add_argument("--force", action="store_true", help="export again even if the files are current")
     args = parser.parse_args(argv)
 
-    from rag.embedding import ModelRef
+    from rag.embedding.models import ModelRef
     from rag.errors import PaperchatError
 
     try:

@@ -12,7 +12,7 @@ import html
 import re
 from collections.abc import Iterable, Sequence
 
-from rag.citations import highlight_spans
+from rag.answers.citations import highlight_spans
 from rag.types import Answer, Hit, Paper
 
 EXAMPLE_QUESTIONS = [

@@ -43,8 +43,8 @@ from rag.errors import (
     LLMTimeout,
     LLMUnavailable,
 )
+from rag.llm.sse import SSEEvent, SSEParser
 from rag.redact import redact_secrets, redact_url, url_credentials
-from rag.sse import SSEEvent, SSEParser
 
 _log = logging.getLogger(__name__)
 

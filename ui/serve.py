@@ -1,9 +1,9 @@
 """``paperchat serve``: open the web UI, with the OpenAI-compatible API (``/v1``) and the MCP server (``/mcp``)
 on the same port. ``python app.py`` takes the same options.
 
-Hook into ``rag/cli.py``::
+Hook into ``ui/cli.py``::
 
-    from ui.cli_serve import add_serve_arguments, cmd_serve
+    from ui.serve import add_serve_arguments, cmd_serve
     p = sub.add_parser("serve", help="open the web UI (http://127.0.0.1:7860)")
     add_serve_arguments(p)
     p.set_defaults(func=cmd_serve)
@@ -44,7 +44,7 @@ def cmd_serve(args) -> int:
         raise ConfigError(f"--k {args.k}: must be at least 1")
     components = components_from_args(args)
 
-    from ui.app import serve  # Gradio loads only once the settings are known to be good
+    from ui.web.app import serve  # Gradio loads only once the settings are known to be good
 
     return serve(
         components,

@@ -22,7 +22,7 @@ def run(args, data_dir: Path, *, env_extra=None, timeout=300, stdin=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERCHAT_") and not k.startswith("OPENAI_")}
     env.update({"PAPERCHAT_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1", **(env_extra or {})})
     return subprocess.run(
-        [sys.executable, "-m", "rag.cli", *args],
+        [sys.executable, "-m", "ui.cli", *args],
         cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=timeout, input=stdin,
     )
 
@@ -160,7 +160,7 @@ def test_sigkill_during_ingest_then_rerun_matches_clean_run(built_index, tmp_pat
     env["PAPERCHAT_DATA_DIR"] = str(data_dir)
     chroma_file = data_dir / "chroma" / "chroma.sqlite3"
     for kill_after in (0.5, 1.5, 3.0):
-        proc = subprocess.Popen([sys.executable, "-m", "rag.cli", "ingest"], cwd=PROJECT_ROOT, env=env,
+        proc = subprocess.Popen([sys.executable, "-m", "ui.cli", "ingest"], cwd=PROJECT_ROOT, env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         # Wait until the store exists and writing has begun, then kill at different depths into the write.
         deadline = time.monotonic() + 120

@@ -4,7 +4,7 @@ How a question is scored, and why:
 
 1. Candidates: the papers of the nearest chunks, the papers with the nearest profile vectors, and the
    BM25 hits of both lexical indexes (``candidates`` from each). Nearest neighbours come from a brute
-   force over the vector table (rag/vectors.py) up to ``exact_search_max_chunks``, from Chroma's HNSW
+   force over the vector table (store/vectors.py) up to ``exact_search_max_chunks``, from Chroma's HNSW
    above. Every candidate then gets its *exact* dense score from the vector table; giving the papers
    that one search missed a floor value instead cost 0.018 nDCG@10 on SciFact test (0.7242 vs 0.7425).
 2. Dense: ``chunk_weight * best chunk similarity + q . profile``; the profile (rag/ingest.py) mixes the
@@ -32,12 +32,12 @@ from typing import Protocol
 
 import numpy as np
 
-from rag.embedding import Embedder
+from rag.embedding.models import Embedder
 from rag.errors import QueryError
-from rag.lexical import LexicalIndex, paper_max, rows_with_titles
 from rag.types import Hit
-from rag.vectors import VectorTable
+from store.bm25 import LexicalIndex, paper_max, rows_with_titles
 from store.chroma import ChromaStore
+from store.vectors import VectorTable
 
 
 class Retriever(Protocol):
@@ -102,7 +102,7 @@ class HybridRetriever:
         reranker=None,
     ) -> None:
         self.store = store
-        self.reranker = reranker  # optional: rag.rerank.CrossEncoderReranker
+        self.reranker = reranker  # optional: rag.retrieval.rerank.CrossEncoderReranker
         self.embedder = embedder
         self.lexical = lexical
         self.top_k = top_k
@@ -124,7 +124,7 @@ class HybridRetriever:
     ) -> HybridRetriever:
         reranker = None
         if settings.reranker_model:
-            from rag.rerank import CrossEncoderReranker
+            from rag.retrieval.rerank import CrossEncoderReranker
 
             reranker = CrossEncoderReranker(settings.reranker_model, top=settings.rerank_top)
         return cls(

@@ -19,9 +19,10 @@ from mcp.types import CallToolResult, TextContent
 
 from rag.errors import PaperchatError, QueryError
 from rag.types import Paper
-from ui import answers, render
-from ui.answers import AnswerGate
-from ui.callbacks import MAX_TOP_K, Services
+from ui.api import answers
+from ui.api.answers import AnswerGate
+from ui.web import render
+from ui.web.callbacks import MAX_TOP_K, Services
 
 PAPER_URI = "paper://{paper_id}"
 MAX_LISTED = 500  # papers in one list_papers answer (and listed as resources); a filter narrows the rest

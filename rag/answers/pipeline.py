@@ -12,14 +12,14 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from rag.attribution import Attributor
-from rag.citations import ClaimCheck, citations_from_checks, clean_markers, split_claims
-from rag.embedding import Embedder
+from rag.answers.attribution import Attributor
+from rag.answers.citations import ClaimCheck, citations_from_checks, clean_markers, split_claims
+from rag.answers.extractive import AnswerPlan, ExtractiveAnswerer, is_multi_paper_question, names_paper
+from rag.answers.prompts import NOT_COVERED, build_prompt, condense_messages, says_not_covered, small_model_messages
+from rag.embedding.models import Embedder
 from rag.errors import LLMError, LLMInterrupted
-from rag.extractive import AnswerPlan, ExtractiveAnswerer, is_multi_paper_question, names_paper
-from rag.llm import ChatModel
-from rag.prompts import NOT_COVERED, build_prompt, condense_messages, says_not_covered, small_model_messages
-from rag.retrieval import HybridRetriever, validate_question
+from rag.llm.client import ChatModel
+from rag.retrieval.hybrid import HybridRetriever, validate_question
 from rag.types import Answer, Citation, Hit, Paper
 
 _ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4,

@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rag.chunking import split_sentences
-from rag.embedding import Embedder
-from rag.lexical import Analyzer, LexicalParams
-from rag.prompts import NOT_COVERED
-from rag.titles import is_generic, looks_coined
+from rag.answers.prompts import NOT_COVERED
+from rag.corpus.chunking import split_sentences
+from rag.corpus.titles import is_generic, looks_coined
+from rag.embedding.models import Embedder
 from rag.types import Hit
+from store.bm25 import Analyzer, LexicalParams
 
 # Words a question uses to ask, not to say what it is about.
 _QUESTION_WORDS = (

@@ -1,7 +1,7 @@
 """Every stored vector, beside the BM25 index: exact dense scores for any candidate without a Chroma read.
 
 Retrieval takes its candidates from Chroma's approximate nearest neighbours and from BM25, then scores
-every candidate exactly (rag/retrieval.py). Reading the candidates' vectors back from Chroma cost more
+every candidate exactly (rag/retrieval/hybrid.py). Reading the candidates' vectors back from Chroma cost more
 than the rest of a search together (at SciFact: 10 ms per question, and the papers' metadata 24 ms), so
 the vectors are kept here as NumPy files, memory-mapped: a search touches only its candidates' rows.
 Like the BM25 index it is derived data, saved per collection with the store's ``generation`` and
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.lexical import save_folder_atomically
+from store.bm25 import save_folder_atomically
 
 FORMAT_VERSION = 1
 
