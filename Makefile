@@ -13,6 +13,7 @@ demo: install
 
 test: install chromium
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 install: $(STAMP)
@@ -34,6 +35,7 @@ chromium:
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 bench: install
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
