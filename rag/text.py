@@ -5,7 +5,8 @@ command line, stdin, batch files, the web UI and its API): lone surrogates, whic
 bytes in arguments and ``\\ud800`` escapes in JSON become, are replaced by U+FFFD, so nothing later fails
 to encode them. ``terminal_safe`` is applied to everything the CLI prints as text: control characters
 (ESC sequences that retitle or clear the terminal, C1 controls, bidirectional overrides) are shown as
-``\\x1b``-style escapes instead of being obeyed.
+``\\x1b``-style escapes instead of being obeyed. ``one_line`` squeezes text into one short line for an
+error message or a log line.
 """
 
 from __future__ import annotations
@@ -49,6 +50,13 @@ def json_line_safe(line: str) -> str:
     """
     line = clean_input(line)
     return _TERMINAL_CONTROL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", line)
+
+
+def one_line(text: object, limit: int = 2000) -> str:
+    """``text`` with every run of whitespace (newlines included) made one space, cut to ``limit`` characters
+    with an ellipsis."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _escaped(match: re.Match[str]) -> str:

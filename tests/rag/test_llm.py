@@ -29,14 +29,10 @@ from rag.errors import (
     LLMTimeout,
     LLMUnavailable,
 )
-from rag.llm.client import (
-    ChatModel,
-    Delta,
-    OpenAIChatModel,
-    ThinkSplitter,
-    backoff_delay,
-    retry_after_delay,
-)
+from rag.llm.client import ChatModel, OpenAIChatModel
+from rag.llm.replies import Delta
+from rag.llm.retries import backoff_delay, retry_after_delay
+from rag.llm.think import ThinkSplitter
 from tests.fake_llm import DEFAULT_REASONING, ScriptedLLMServer, free_port
 
 SECRET = "sk-test-SECRET-123"
@@ -181,7 +177,7 @@ def test_a_server_that_refuses_streaming_is_asked_again_without_it(server):
 def test_the_client_is_lazy_and_the_model_is_a_chat_model(server):
     model = make_model(server.base_url)
     assert isinstance(model, ChatModel)
-    assert model._client is None  # nothing is opened by constructing
+    assert not model._endpoint.is_open  # nothing is opened by constructing
     stream = model.stream(MESSAGES)
     assert server.requests == []  # nor by asking for the generator
     assert next(stream).content
