@@ -141,9 +141,9 @@ class Components:
             return choice
         if self.settings.llm_base_url:
             return "endpoint"
-        from rag.llm.embedded import local_extra_installed
+        from rag.llm.embedded_model import embedded_server_installed
 
-        return "embedded" if local_extra_installed() else "extractive"
+        return "embedded" if embedded_server_installed() else "extractive"
 
     @cached_property
     def embedded_server(self):
@@ -168,7 +168,7 @@ class Components:
             return OpenAIChatModel(
                 base_url, model=server.model_name, timeout=self.settings.llm_timeout, retries=self.settings.llm_retries,
                 temperature=self.settings.llm_temperature, max_tokens=self.settings.llm_max_tokens,
-                label_prefix="llama.cpp", local=True,
+                label_prefix="llama.cpp", embedded=True,
             )
         return OpenAIChatModel.from_settings(self.settings)
 

@@ -1,11 +1,11 @@
 """Helpers for tests that start real processes: a free port (defined in tests/fake_llm.py), a clean child
-environment, a clean stop."""
+environment, a clean stop (the product's own, rag.llm.processes.stop_process)."""
 
 from __future__ import annotations
 
 import os
-import subprocess
 
+from rag.llm.processes import stop_process  # noqa: F401  (one definition, shared with the embedded LLM)
 from tests.fake_llm import free_port  # noqa: F401  (one definition; that file must run standalone)
 
 
@@ -20,15 +20,3 @@ def child_env(**extra: str) -> dict[str, str]:
                 "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"})
     env.update(extra)
     return env
-
-
-def stop_process(proc: subprocess.Popen, timeout: float = 20.0) -> int | None:
-    """SIGTERM (a clean shutdown), then SIGKILL if it does not go; returns the exit code."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-    return proc.returncode

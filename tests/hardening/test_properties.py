@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from rag.answers.citations import check_claims, clean_markers, find_markers, highlight_spans, split_claims
 from rag.answers.pipeline import AnswerPipeline, MarkerFilter
 from rag.errors import LLMError
-from rag.llm.client import Delta, OpenAIChatModel
+from rag.llm.client import OpenAIChatModel
+from rag.llm.replies import Delta
 from rag.llm.sse import SSEParser
 from rag.types import Paper
 from tests.conftest import FakeEmbedder

