@@ -82,7 +82,8 @@ def make_embedder(backend: str, cache_dir: Path, batch_size: int = 32):
 
     if backend == "torch":
         return SentenceTransformerEmbedder(batch_size=batch_size)
-    from rag.embedding.onnx import INT8_SUFFIX, OnnxEmbedder, onnx_model_path
+    from rag.embedding.onnx_embedder import OnnxEmbedder
+    from rag.embedding.onnx_files import INT8_SUFFIX, onnx_model_path
 
     quantized = backend == "onnx-int8"
     ref = ModelRef.resolve(None)
@@ -125,7 +126,8 @@ def questions(n: int) -> list[str]:
 
 def stage_prepare(args) -> None:
     from rag.embedding.models import ModelRef
-    from rag.embedding.onnx import export_onnx, is_current, onnx_model_path, quantize_int8, read_sidecar
+    from rag.embedding.onnx import export_onnx, quantize_int8
+    from rag.embedding.onnx_files import is_current, onnx_model_path, read_sidecar
 
     ref = ModelRef.resolve(None)
     fp32 = onnx_model_path(args.cache, ref.name, quantized=False)
