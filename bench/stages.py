@@ -547,7 +547,9 @@ def stage_synthetic_build(args) -> None:
     from rag.retrieval.hybrid import HybridRetriever
     from rag.types import Chunk, Paper
     from store.bm25 import LexicalIndex
-    from store.chroma import PAPERS_SUFFIX, ChromaStore, paper_to_metadata
+    from store.chroma import ChromaStore
+    from store.layout import papers_collection
+    from store.paper_records import paper_to_metadata
 
     data_dir = Path(args.data_dir)
     done_file = data_dir / "done.json"
@@ -568,7 +570,7 @@ def stage_synthetic_build(args) -> None:
     })
     store.begin_write()  # as an ingest does: "writing" until bump_generation
     chunks_col = store.client.get_collection(COLLECTION, embedding_function=None)
-    papers_col = store.client.get_collection(COLLECTION + PAPERS_SUFFIX, embedding_function=None)
+    papers_col = store.client.get_collection(papers_collection(COLLECTION), embedding_function=None)
     batch = min(args.batch, int(store.client.get_max_batch_size()))
     written = paper_no = 0
     gen_s = chunks_add_s = papers_add_s = 0.0

@@ -24,6 +24,7 @@ from rag.embedding.models import Embedder
 from rag.errors import IndexLocked, StoreError
 from rag.types import Paper
 from store.chroma import ChromaStore
+from store.layout import LOCK_FILE
 
 
 @dataclass
@@ -123,7 +124,7 @@ def make_chunker(embedder: Embedder, max_tokens: int, overlap_sentences: int) ->
 def ingest_lock(folder: Path) -> Iterator[None]:
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        handle = open(folder / "ingest.lock", "a+")  # noqa: SIM115 - held for the whole block
+        handle = open(folder / LOCK_FILE, "a+")  # noqa: SIM115 - held for the whole block
     except OSError as e:
         raise StoreError(
             f"cannot write to the data folder {folder} ({e.strerror}): make it writable or set PAPERCHAT_DATA_DIR"
