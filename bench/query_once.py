@@ -16,6 +16,7 @@ from rag.embedding.models import ModelRef
 from rag.embedding.onnx_embedder import OnnxEmbedder
 from rag.embedding.onnx_files import onnx_model_path
 from store.chroma import ChromaStore
+from store.layout import chroma_dir
 
 PROJECT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +32,7 @@ def main() -> None:
 
     ref = ModelRef.resolve(None)
     embedder = OnnxEmbedder(ref.path, onnx_model_path(args.cache, ref.name, quantized=False), name=ref.name)
-    store = ChromaStore(path=args.data_dir / "chroma", collection=args.collection)
+    store = ChromaStore(path=chroma_dir(args.data_dir), collection=args.collection)
     store.check_manifest({"embedding_model": embedder.name, "embedding_dimension": embedder.dimension})
     vector = embedder.embed([args.question])[0]
     matches = store.query_chunks(vector, args.k)
