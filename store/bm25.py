@@ -27,7 +27,7 @@ _TOKEN = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
 
 @dataclass(frozen=True)
 class LexicalParams:
-    # Tuned on SciFact's train queries: 0.9/0.5 beat BM25's textbook 1.2/0.75 (short, dense abstracts).
+    # Lower than BM25's textbook k1/b: abstracts are short and dense (tuned on SciFact: bench/results/tuning.md).
     k1: float = 0.9
     b: float = 0.5
     stem: bool = True

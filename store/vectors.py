@@ -2,8 +2,8 @@
 
 Retrieval takes its candidates from Chroma's approximate nearest neighbours and from BM25, then scores
 every candidate exactly (rag/retrieval/hybrid.py). Reading the candidates' vectors back from Chroma cost more
-than the rest of a search together (at SciFact: 10 ms per question, and the papers' metadata 24 ms), so
-the vectors are kept here as NumPy files, memory-mapped: a search touches only its candidates' rows.
+than the rest of a search together (figures: bench/results/tuning.md), so the vectors are kept here as
+NumPy files, memory-mapped: a search touches only its candidates' rows.
 Like the BM25 index it is derived data, saved per collection with the store's ``generation`` and
 rebuilt from the store whenever that differs (so instances sharing a Chroma server each keep a copy),
 written to a temporary folder and swapped in.

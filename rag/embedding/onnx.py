@@ -159,9 +159,8 @@ def quantize_int8(source: Path, target: Path) -> Path:
     """Dynamic int8 quantisation of an fp32 export (ONNX Runtime's ``quantize_dynamic``), written atomically.
 
     Weights become int8 per output channel, activations uint8 quantised at run time (the U8S8 kernels,
-    VNNI where the CPU has it). Only MatMul and the fused Attention are quantised: quantising the word
-    embeddings too saved no time and cost accuracy, uint8 weights were slower, per-tensor weights lost
-    far more (cosine to fp32 down to 0.88). Measured in bench/ and the module's report. Needs ``onnx``.
+    VNNI where the CPU has it). Only MatMul and the fused Attention are quantised, per channel, with int8
+    weights: the other choices cost time or accuracy (measured: bench/results/tuning.md). Needs ``onnx``.
     """
     source, target = Path(source), Path(target)
     if not source.is_file():
