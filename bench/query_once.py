@@ -1,6 +1,6 @@
 """One question in a fresh process, the ONNX way: what `paperchat search` must cost at most.
 
-Imports ``rag.embedding.onnx``, opens the embedded Chroma store, embeds the question and queries the chunks;
+Imports ``rag.embedding.onnx_embedder``, opens the embedded Chroma store, embeds the question and queries the chunks;
 prints the hits as JSON and, on stderr, which heavy modules were imported (torch must not be).
 Run by ``bench/stages.py startup``; alone: ``python bench/query_once.py --data-dir DIR "question"``.
 """
@@ -13,8 +13,10 @@ import sys
 from pathlib import Path
 
 from rag.embedding.models import ModelRef
-from rag.embedding.onnx import OnnxEmbedder, onnx_model_path
+from rag.embedding.onnx_embedder import OnnxEmbedder
+from rag.embedding.onnx_files import onnx_model_path
 from store.chroma import ChromaStore
+from store.layout import chroma_dir
 
 PROJECT = Path(__file__).resolve().parents[1]
 
@@ -30,7 +32,7 @@ def main() -> None:
 
     ref = ModelRef.resolve(None)
     embedder = OnnxEmbedder(ref.path, onnx_model_path(args.cache, ref.name, quantized=False), name=ref.name)
-    store = ChromaStore(path=args.data_dir / "chroma", collection=args.collection)
+    store = ChromaStore(path=chroma_dir(args.data_dir), collection=args.collection)
     store.check_manifest({"embedding_model": embedder.name, "embedding_dimension": embedder.dimension})
     vector = embedder.embed([args.question])[0]
     matches = store.query_chunks(vector, args.k)

@@ -260,215 +260,16 @@ def write_report(args, bench: Bench, started: str, loads: tuple[str, str], run_c
         "",
     ]
     failures = [r for r in results if "error" in r]
-
-    # 1. start-up
     for r in by_stage(results, "startup"):
-        base = r["commands"].get("import_sentence_transformers", {}).get("median_s")
-        lines += ["## 1. Start-up: one question in a fresh process", "",
-                  f"Goal: a search finishes in at most 0.6x the time of `import sentence_transformers` "
-                  f"({fmt(base)} s here). Median of {args.reps} runs per command after one warm-up run, "
-                  "commands interleaved.", "",
-                  "| what | median wall time | ratio to the import | heavy modules imported | runs (s) |",
-                  "| --- | --- | --- | --- | --- |"]
-        labels = {
-            "import_sentence_transformers": "`import sentence_transformers` alone",
-            "onnx_query_script": "ONNX query script: import, open Chroma, embed, query",
-            "cli_search_auto": "`paperchat search --json` as shipped (auto, int8-built index: int8 ONNX)",
-            "cli_search_torch": "`paperchat search --json`, `PAPERCHAT_EMBEDDING_BACKEND=torch`, fp32-built index",
-            # earlier runs' names
-            "cli_search_onnx": "`paperchat search --json` with the ONNX embedder (patched in)",
-            "cli_search_as_is": "`paperchat search --json` (torch wiring of the time)",
-        }
-        auto = r["commands"].get("cli_search_auto", {}).get("ratio_to_import")
-        if auto is not None:
-            lines[-2:-2] = [f"**`paperchat search` as shipped: {auto:.3f}x the import "
-                            f"({'meets' if auto <= 0.6 else 'misses'} the 0.6x goal).**", ""]
-        for name, entry in r["commands"].items():
-            heavy = entry.get("notes", {}).get("heavy_modules")
-            heavy_text = "n/a" if heavy is None else (", ".join(heavy) or "none")
-            if entry.get("notes", {}).get("onnxruntime"):
-                heavy_text += " (onnxruntime answered)"
-            lines.append(f"| {labels.get(name, name)} | {fmt(entry['median_s'])} s | "
-                         f"{fmt(entry.get('ratio_to_import'), 3)} | {heavy_text} | "
-                         f"{', '.join(str(s) for s in entry['seconds'])} |")
-        lines += ["", "Commands (each timed as a whole process):", ""]
-        lines += [f"- {labels.get(n, n)}: `{e['command']}`" for n, e in r["commands"].items()]
-        for name, error in r.get("errors", {}).items():
-            lines.append(f"- {name} FAILED: `{error[-300:]}`")
-        lines += ["", f"Stage: `{r['command']}`", ""]
-
-    # 2. embedding speed
+        lines += startup_section(r, args.reps)
     for r in by_stage(results, "embed-speed"):
-        lines += ["## 2. Embedding speed, same process", "",
-                  f"{r['texts']} texts: {r['described']}; mean {r['mean_tokens']} word pieces, "
-                  f"{r['truncated_share']:.0%} truncated at 256; batch size {r['batch_size']}; "
-                  f"median of {len(next(iter(r['backends'].values()))['seconds'])} interleaved rounds.", "",
-                  "| backend | median time | texts/s | rounds (s) |", "| --- | --- | --- | --- |"]
-        for name, b in r["backends"].items():
-            lines.append(f"| {name} | {fmt(b['median_s'])} s | {fmt(b['texts_per_s'], 1)} | "
-                         f"{', '.join(str(s) for s in b['seconds'])} |")
-        lines += ["", "| ratio (paired per round, median) | value |", "| --- | --- |"]
-        for key, value in r.items():
-            if key.startswith("speedup_"):
-                lines.append(f"| {key.removeprefix('speedup_').replace('_vs_', ' faster than ')} | x{fmt(value, 2)} |")
-        for key, value in r.items():
-            if key.startswith("cosine_"):
-                a, b = key.removeprefix("cosine_").split("_vs_")
-                lines.append(f"| cosine {a} vs {b}: min / mean | {value['min']:.6f} / {value['mean']:.6f} |")
-        lines += ["", f"Command: `{r['command']}` (peak RSS {fmt(r['maxrss_mb'], 0)} MB)", ""]
-
-    # 3. quality
+        lines += embed_speed_section(r)
     for r in by_stage(results, "quality"):
-        lines += ["## 3. Retrieval quality: SciFact test, dense only", "",
-                  f"{r['docs']:,} documents (`title + \" \" + text`, truncated by the model at 256 word pieces), "
-                  f"{r['queries']} test queries, cosine top-k in NumPy, nDCG@10 with linear gain and log2 "
-                  "discount (trec_eval's ndcg_cut). Published all-MiniLM-L6-v2: 0.645 (MTEB).", "",
-                  "| backend | nDCG@10 | Recall@100 | embedding the corpus |", "| --- | --- | --- | --- |"]
-        for name, b in r["backends"].items():
-            took = f"{fmt(b['doc_embed_s'], 0)} s"
-            if b["doc_embed_s"] is None:
-                earlier = b.get("doc_embed_s_cached")
-                took = "vectors cached" + (f" (the run that made them took {fmt(earlier, 0)} s)" if earlier else "")
-            lines.append(f"| {name} | {b['ndcg@10']:.4f} | {b['recall@100']:.4f} | {took} |")
-        if "int8_minus_fp32" in r:
-            delta = r["int8_minus_fp32"]
-            low, high = r["int8_minus_fp32_ci95"]
-            verdict = "passes" if delta >= -0.01 else "fails"
-            lines += ["", f"int8 minus fp32: {delta:+.4f} nDCG@10 (paired bootstrap 95% interval {low:+.4f} .. "
-                          f"{high:+.4f}). Decision rule (int8 may be the default only if it loses <= 0.01): "
-                          f"**{verdict}**."]
-        lines += ["", f"Command: `{r['command']}` (peak RSS {fmt(r['maxrss_mb'], 0)} MB)", ""]
-
-    # 4. ingest
-    ingests = by_stage(results, "ingest")
-    if ingests:
-        lines += ["## 4. Ingest throughput: `Ingestor` into a fresh Chroma store vs raw `embed`", "",
-                  "Bundled corpus; both sides in one process, interleaved, model load excluded; the ratio is "
-                  "ingest chunks/s over raw-embed chunks/s (1.0 = chunking and Chroma writes cost nothing).", "",
-                  "| backend | papers | chunks (max pieces) | raw embed chunks/s | ingest chunks/s | ratio | "
-                  "peak RSS | command |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-        for r in ingests:
-            lines.append(f"| {r['backend']} | {r['papers']} | {r['chunks']} ({r.get('chunk_max_tokens', '?')}) | "
-                         f"{fmt(r['raw_chunks_per_s'], 1)} | "
-                         f"{fmt(r['ingest_chunks_per_s'], 1)} | {fmt(r['ingest_over_raw_rate'], 3)} | "
-                         f"{fmt(r['maxrss_mb'], 0)} MB | `{r['command']}` |")
-        lines.append("")
-
-    # 5. search
-    searches = by_stage(results, "search")
-    builds = {r["chunks"]: r for r in by_stage(results, "synthetic-build")}
-    if searches:
-        real = [r for r in searches if "batch" in r]
-        lines += ["## 5. Search latency", "",
-                  "**Headline (the project's goal: <= 2.5).** Per-question search latency over the one-question "
-                  "embedding floor, both measured in one process the same way: (`search_many` of 201 questions "
-                  "minus `search_many` of 1) / 200, over (`embed` of the same 201 minus `embed` of 1) / 200. "
-                  "`search_many` includes its own embedding call. Three rounds, order flipped each round, ratio "
-                  "per round; the median round is shown.", "",
-                  "| corpus | chunks | search_many per question | embed per question | **ratio** | goal <= 2.5 | "
-                  "rounds' ratios |",
-                  "| --- | --- | --- | --- | --- | --- | --- |"]
-        for r in real:
-            b = r["batch"]
-            lines.append(f"| {r['label'].removeprefix('search latency, ')} | {fmt(r['chunks'])} | "
-                         f"{fmt(b['search_many_marginal_ms'], 1)} ms | {fmt(b['embed_marginal_ms'], 1)} ms | "
-                         f"**{fmt(b['ratio'], 2)}** | {'meets' if b['ratio'] <= 2.5 else 'misses'} | "
-                         f"{', '.join(fmt(x, 2) for x in b.get('ratios', [b['ratio']]))} |")
-        lines += ["", "**Stricter view: one question at a time.** `HybridRetriever.search(q)` (= `search_many([q])`, "
-                  "embedding included) against `embedder.embed([q])`, interleaved question by question over the "
-                  "same 201 questions; ratio of the p50s. This view pays per question the fixed costs a batch "
-                  "shares: the nearest-neighbour step (brute force over the vector table up to 250k chunks, "
-                  "Chroma's HNSW above), two BM25 passes, and two Chroma reads (papers, shown chunks).", "",
-                  "| corpus | search p50 / p95 | embed([q]) p50 / p95 | ratio p50 | peak RSS |",
-                  "| --- | --- | --- | --- | --- |"]
-        for r in real:
-            lines.append(f"| {r['label'].removeprefix('search latency, ')} | "
-                         f"{fmt(r['search']['p50_ms'], 1)} / {fmt(r['search']['p95_ms'], 1)} ms | "
-                         f"{fmt(r['embed_one']['p50_ms'], 1)} / {fmt(r['embed_one']['p95_ms'], 1)} ms | "
-                         f"{fmt(r['search_over_embed_p50'], 2)} | {fmt(r['maxrss_mb'], 0)} MB |")
-        lines += ["", "**The search path alone (question vector given)**, the only figures for synthetic stores, whose "
-                  "vectors are random unit vectors (dimension 384) and texts random words with SciFact's word "
-                  "frequencies: `search_with_vector` per question (p50 / p95), `search_with_vectors` batched "
-                  "(201 minus 1, over 200), and the parts of a one-question search. k=5, 100 candidates from "
-                  "each side.", "",
-                  "| corpus | chunks | papers | search_with_vector p50 / p95 | batched per question | "
-                  "Chroma dense (chunks + papers) p50 | BM25 top-100 p50 | read papers p50 | peak RSS |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-        for r in searches:
-            swv, parts = r["search_with_vector"], r["parts"]
-            lines.append(
-                f"| {r['label'].removeprefix('search latency, ')} | {fmt(r['chunks'])} | {fmt(r['papers'])} | "
-                f"{fmt(swv['p50_ms'], 1)} / {fmt(swv['p95_ms'], 1)} ms | "
-                f"{fmt(r.get('search_with_vectors_marginal_ms'), 1)}"
-                f"{' ms' if 'search_with_vectors_marginal_ms' in r else ''} | "
-                f"{fmt(parts['dense_chroma']['p50_ms'], 1)} ms | {fmt(parts['lexical_bm25']['p50_ms'], 1)} ms | "
-                f"{fmt(parts['get_papers']['p50_ms'], 1)} ms | {fmt(r['maxrss_mb'], 0)} MB |")
-        lines += ["", "Open + first refresh is what a fresh process pays before its first question (cold); the first "
-                  "refresh loads BM25 and the title table saved beside it (lexical format 2), so it reads no "
-                  "papers unless BM25 on disk is missing or stale:", "",
-                  "| corpus | open the store | first refresh | of which loading BM25 + titles | refresh again |",
-                  "| --- | --- | --- | --- | --- |"]
-        for r in searches:
-            cold = r.get("cold_start_s", {})
-            first = cold.get("first_refresh", cold.get("read_papers_for_titles"))
-            built = "" if r.get("bm25_loaded", True) else " (no current BM25 on disk: this built it)"
-            lines.append(f"| {r['label'].removeprefix('search latency, ')} | {fmt(cold.get('open_store'))} s | "
-                         f"{fmt(first)} s{built} | {fmt(cold.get('load_bm25'))} s | "
-                         f"{fmt(r.get('refresh_again_s'), 4)} s |")
-        lines += ["", "Commands:", ""]
-        lines += [f"- {r['label']}: `{r['command']}`" for r in searches]
-        versions = {json.dumps(r["sources"], sort_keys=True) for r in searches if "sources" in r}
-        if len(versions) > 1:
-            lines += ["", "**The search code changed between these stages** (hashes of rag/retrieval/hybrid.py, "
-                          "store/bm25.py, store/chroma.py as each stage imported them): compare rows with equal "
-                          "hashes only.", ""]
-            lines += [f"- {r['label']}: {', '.join(f'{k} {v}' for k, v in r['sources'].items())}"
-                      for r in searches if "sources" in r]
-        if builds:
-            lines += ["", "Synthetic stores: written straight to the two Chroma collections, 5,000 rows per `add` "
-                          "(chunks, then their papers' records with `paper_to_metadata` and the unit centroid; ids "
-                          "`<paper_id>::<n>`; manifest and generation through `ChromaStore`), then the first "
-                          "`refresh` reads every chunk back and builds BM25. \"final\" is the write rate over the "
-                          "last tenth of the batches: HNSW inserts slow down as the graphs grow.", "",
-                      "| chunks | papers | write | chunks/s (final) | chunk adds / paper adds | BM25 build | "
-                      "on disk | peak RSS after write / overall | load avg at end | command |",
-                      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-            for r in sorted(builds.values(), key=lambda r: r["chunks"]):
-                reused = " (reused: the run that built it)" if r.get("reused") else ""
-                adds = (f"{fmt(r['chunks_add_s'], 0)} / {fmt(r['papers_add_s'], 0)} s" if "chunks_add_s" in r
-                        else "n/a (older writer)")
-                lines.append(f"| {fmt(r['chunks'])} | {fmt(r['papers'])} | {fmt(r['write_s'], 0)} s{reused} | "
-                             f"{fmt(r['chunks_per_s'], 0)} ({fmt(r.get('final_chunks_per_s'), 0)}) | {adds} | "
-                             f"{fmt(r['bm25_build_s'], 0)} s | {fmt(r['disk_mb'], 0)} MB | "
-                             f"{fmt(r.get('maxrss_after_write_mb'), 0)} / {fmt(r['maxrss_mb'], 0)} MB | "
-                             f"{(r.get('load_average') or ['n/a'])[0]} | `{r['command']}` |")
-            for r in sorted(builds.values(), key=lambda r: r["chunks"]):
-                progress = r.get("progress", [])
-                passed = zip([c for c, _ in progress], itertools.accumulate(t for _, t in progress), strict=True)
-                marks = [(c, t) for c, t in passed if c in builds and c < r["chunks"]]
-                for c, t in marks:
-                    other = builds[c]
-                    lines += ["", f"The {fmt(r['chunks'])}-chunk build passed {fmt(c)} chunks after {fmt(t, 0)} s of "
-                              f"adds ({fmt(c / t, 0)} chunks/s); the {fmt(c)}-chunk store above took "
-                              f"{fmt(other['write_s'], 0)} s ({fmt(other['chunks_per_s'], 0)} chunks/s)"
-                              + (" with the earlier writer, under another load." if "chunks_add_s" not in other
-                                 else ".")]
-        png = plot(args.out / "search_latency.png", searches)
-        if png:
-            lines += ["", f"![search latency against corpus size]({png.name})", "",
-                      f"Plotted from the search commands above (`{run_command}`, figure by `plot` in bench/run.py).",
-                      ""]
-
-    # prepare
+        lines += quality_section(r)
+    lines += ingest_section(by_stage(results, "ingest"))
+    lines += search_section(args, results, run_command)
     for r in by_stage(results, "prepare"):
-        lines += ["## ONNX files", ""]
-        for label in ("fp32", "int8"):
-            side = r[label].get("sidecar", {})
-            lines.append(f"- {label}: {r[label]['mb']} MB, {side.get('kind')}, "
-                         f"{'export' if label == 'fp32' else 'quantisation'} took {side.get('seconds')} s")
-        lines += ["", f"Command: `{r['command']}`", ""]
-
+        lines += prepare_section(r)
     if bench.notes or failures:
         lines += ["## Notes", ""]
         lines += [f"- {note}" for note in bench.notes]
@@ -477,6 +278,260 @@ def write_report(args, bench: Bench, started: str, loads: tuple[str, str], run_c
     report = args.out / "report.md"
     report.write_text("\n".join(lines))
     return report
+
+
+STARTUP_LABELS = {
+    "import_sentence_transformers": "`import sentence_transformers` alone",
+    "onnx_query_script": "ONNX query script: import, open Chroma, embed, query",
+    "cli_search_auto": "`paperchat search --json` as shipped (auto, int8-built index: int8 ONNX)",
+    "cli_search_torch": "`paperchat search --json`, `PAPERCHAT_EMBEDDING_BACKEND=torch`, fp32-built index",
+    # earlier runs' names
+    "cli_search_onnx": "`paperchat search --json` with the ONNX embedder (patched in)",
+    "cli_search_as_is": "`paperchat search --json` (torch wiring of the time)",
+}
+
+
+def startup_section(r: dict, reps: int) -> list[str]:
+    """1. Start-up: one question in a fresh process, against the time of importing sentence-transformers."""
+    base = r["commands"].get("import_sentence_transformers", {}).get("median_s")
+    lines = ["## 1. Start-up: one question in a fresh process", "",
+             f"Goal: a search finishes in at most 0.6x the time of `import sentence_transformers` "
+             f"({fmt(base)} s here). Median of {reps} runs per command after one warm-up run, "
+             "commands interleaved.", "",
+             "| what | median wall time | ratio to the import | heavy modules imported | runs (s) |",
+             "| --- | --- | --- | --- | --- |"]
+    labels = STARTUP_LABELS
+    auto = r["commands"].get("cli_search_auto", {}).get("ratio_to_import")
+    if auto is not None:
+        lines[-2:-2] = [f"**`paperchat search` as shipped: {auto:.3f}x the import "
+                        f"({'meets' if auto <= 0.6 else 'misses'} the 0.6x goal).**", ""]
+    for name, entry in r["commands"].items():
+        heavy = entry.get("notes", {}).get("heavy_modules")
+        heavy_text = "n/a" if heavy is None else (", ".join(heavy) or "none")
+        if entry.get("notes", {}).get("onnxruntime"):
+            heavy_text += " (onnxruntime answered)"
+        lines.append(f"| {labels.get(name, name)} | {fmt(entry['median_s'])} s | "
+                     f"{fmt(entry.get('ratio_to_import'), 3)} | {heavy_text} | "
+                     f"{', '.join(str(s) for s in entry['seconds'])} |")
+    lines += ["", "Commands (each timed as a whole process):", ""]
+    lines += [f"- {labels.get(n, n)}: `{e['command']}`" for n, e in r["commands"].items()]
+    for name, error in r.get("errors", {}).items():
+        lines.append(f"- {name} FAILED: `{error[-300:]}`")
+    return lines + ["", f"Stage: `{r['command']}`", ""]
+
+
+def embed_speed_section(r: dict) -> list[str]:
+    """2. Embedding speed of each backend in one process, with paired speed-ups and cosines."""
+    lines = ["## 2. Embedding speed, same process", "",
+             f"{r['texts']} texts: {r['described']}; mean {r['mean_tokens']} word pieces, "
+             f"{r['truncated_share']:.0%} truncated at 256; batch size {r['batch_size']}; "
+             f"median of {len(next(iter(r['backends'].values()))['seconds'])} interleaved rounds.", "",
+             "| backend | median time | texts/s | rounds (s) |", "| --- | --- | --- | --- |"]
+    for name, b in r["backends"].items():
+        lines.append(f"| {name} | {fmt(b['median_s'])} s | {fmt(b['texts_per_s'], 1)} | "
+                     f"{', '.join(str(s) for s in b['seconds'])} |")
+    lines += ["", "| ratio (paired per round, median) | value |", "| --- | --- |"]
+    for key, value in r.items():
+        if key.startswith("speedup_"):
+            lines.append(f"| {key.removeprefix('speedup_').replace('_vs_', ' faster than ')} | x{fmt(value, 2)} |")
+    for key, value in r.items():
+        if key.startswith("cosine_"):
+            a, b = key.removeprefix("cosine_").split("_vs_")
+            lines.append(f"| cosine {a} vs {b}: min / mean | {value['min']:.6f} / {value['mean']:.6f} |")
+    return lines + ["", f"Command: `{r['command']}` (peak RSS {fmt(r['maxrss_mb'], 0)} MB)", ""]
+
+
+def quality_section(r: dict) -> list[str]:
+    """3. Dense retrieval quality on SciFact per backend, and whether int8 keeps it."""
+    lines = ["## 3. Retrieval quality: SciFact test, dense only", "",
+             f"{r['docs']:,} documents (`title + \" \" + text`, truncated by the model at 256 word pieces), "
+             f"{r['queries']} test queries, cosine top-k in NumPy, nDCG@10 with linear gain and log2 "
+             "discount (trec_eval's ndcg_cut). Published all-MiniLM-L6-v2: 0.645 (MTEB).", "",
+             "| backend | nDCG@10 | Recall@100 | embedding the corpus |", "| --- | --- | --- | --- |"]
+    for name, b in r["backends"].items():
+        took = f"{fmt(b['doc_embed_s'], 0)} s"
+        if b["doc_embed_s"] is None:
+            earlier = b.get("doc_embed_s_cached")
+            took = "vectors cached" + (f" (the run that made them took {fmt(earlier, 0)} s)" if earlier else "")
+        lines.append(f"| {name} | {b['ndcg@10']:.4f} | {b['recall@100']:.4f} | {took} |")
+    if "int8_minus_fp32" in r:
+        delta = r["int8_minus_fp32"]
+        low, high = r["int8_minus_fp32_ci95"]
+        verdict = "passes" if delta >= -0.01 else "fails"
+        lines += ["", f"int8 minus fp32: {delta:+.4f} nDCG@10 (paired bootstrap 95% interval {low:+.4f} .. "
+                      f"{high:+.4f}). Decision rule (int8 may be the default only if it loses <= 0.01): "
+                      f"**{verdict}**."]
+    return lines + ["", f"Command: `{r['command']}` (peak RSS {fmt(r['maxrss_mb'], 0)} MB)", ""]
+
+
+def ingest_section(ingests: list[dict]) -> list[str]:
+    """4. Ingest throughput against raw embedding, one row per backend."""
+    if not ingests:
+        return []
+    lines = ["## 4. Ingest throughput: `Ingestor` into a fresh Chroma store vs raw `embed`", "",
+             "Bundled corpus; both sides in one process, interleaved, model load excluded; the ratio is "
+             "ingest chunks/s over raw-embed chunks/s (1.0 = chunking and Chroma writes cost nothing).", "",
+             "| backend | papers | chunks (max pieces) | raw embed chunks/s | ingest chunks/s | ratio | "
+             "peak RSS | command |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in ingests:
+        lines.append(f"| {r['backend']} | {r['papers']} | {r['chunks']} ({r.get('chunk_max_tokens', '?')}) | "
+                     f"{fmt(r['raw_chunks_per_s'], 1)} | "
+                     f"{fmt(r['ingest_chunks_per_s'], 1)} | {fmt(r['ingest_over_raw_rate'], 3)} | "
+                     f"{fmt(r['maxrss_mb'], 0)} MB | `{r['command']}` |")
+    return lines + [""]
+
+
+def search_section(args, results: list[dict], run_command: str) -> list[str]:
+    """5. Search latency: the headline ratio, one question at a time, the search path alone, cold start,
+    the synthetic stores' builds and the plot."""
+    searches = by_stage(results, "search")
+    builds = {r["chunks"]: r for r in by_stage(results, "synthetic-build")}
+    if not searches:
+        return []
+    real = [r for r in searches if "batch" in r]
+    lines = search_headline(real) + search_one_at_a_time(real) + search_path_alone(searches)
+    lines += cold_start(searches) + search_commands(searches)
+    if builds:
+        lines += synthetic_builds(builds)
+    png = plot(args.out / "search_latency.png", searches)
+    if png:
+        lines += ["", f"![search latency against corpus size]({png.name})", "",
+                  f"Plotted from the search commands above (`{run_command}`, figure by `plot` in bench/run.py).",
+                  ""]
+    return lines
+
+
+def corpus_label(r: dict) -> str:
+    return r["label"].removeprefix("search latency, ")
+
+
+def search_headline(real: list[dict]) -> list[str]:
+    lines = ["## 5. Search latency", "",
+             "**Headline (the project's goal: <= 2.5).** Per-question search latency over the one-question "
+             "embedding floor, both measured in one process the same way: (`search_many` of 201 questions "
+             "minus `search_many` of 1) / 200, over (`embed` of the same 201 minus `embed` of 1) / 200. "
+             "`search_many` includes its own embedding call. Three rounds, order flipped each round, ratio "
+             "per round; the median round is shown.", "",
+             "| corpus | chunks | search_many per question | embed per question | **ratio** | goal <= 2.5 | "
+             "rounds' ratios |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in real:
+        b = r["batch"]
+        lines.append(f"| {corpus_label(r)} | {fmt(r['chunks'])} | "
+                     f"{fmt(b['search_many_marginal_ms'], 1)} ms | {fmt(b['embed_marginal_ms'], 1)} ms | "
+                     f"**{fmt(b['ratio'], 2)}** | {'meets' if b['ratio'] <= 2.5 else 'misses'} | "
+                     f"{', '.join(fmt(x, 2) for x in b.get('ratios', [b['ratio']]))} |")
+    return lines
+
+
+def search_one_at_a_time(real: list[dict]) -> list[str]:
+    lines = ["", "**Stricter view: one question at a time.** `HybridRetriever.search(q)` (= `search_many([q])`, "
+             "embedding included) against `embedder.embed([q])`, interleaved question by question over the "
+             "same 201 questions; ratio of the p50s. This view pays per question the fixed costs a batch "
+             "shares: the nearest-neighbour step (brute force over the vector table up to 250k chunks, "
+             "Chroma's HNSW above), two BM25 passes, and two Chroma reads (papers, shown chunks).", "",
+             "| corpus | search p50 / p95 | embed([q]) p50 / p95 | ratio p50 | peak RSS |",
+             "| --- | --- | --- | --- | --- |"]
+    for r in real:
+        lines.append(f"| {corpus_label(r)} | "
+                     f"{fmt(r['search']['p50_ms'], 1)} / {fmt(r['search']['p95_ms'], 1)} ms | "
+                     f"{fmt(r['embed_one']['p50_ms'], 1)} / {fmt(r['embed_one']['p95_ms'], 1)} ms | "
+                     f"{fmt(r['search_over_embed_p50'], 2)} | {fmt(r['maxrss_mb'], 0)} MB |")
+    return lines
+
+
+def search_path_alone(searches: list[dict]) -> list[str]:
+    lines = ["", "**The search path alone (question vector given)**, the only figures for synthetic stores, whose "
+             "vectors are random unit vectors (dimension 384) and texts random words with SciFact's word "
+             "frequencies: `search_with_vector` per question (p50 / p95), `search_with_vectors` batched "
+             "(201 minus 1, over 200), and the parts of a one-question search. k=5, 100 candidates from "
+             "each side.", "",
+             "| corpus | chunks | papers | search_with_vector p50 / p95 | batched per question | "
+             "Chroma dense (chunks + papers) p50 | BM25 top-100 p50 | read papers p50 | peak RSS |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in searches:
+        swv, parts = r["search_with_vector"], r["parts"]
+        lines.append(
+            f"| {corpus_label(r)} | {fmt(r['chunks'])} | {fmt(r['papers'])} | "
+            f"{fmt(swv['p50_ms'], 1)} / {fmt(swv['p95_ms'], 1)} ms | "
+            f"{fmt(r.get('search_with_vectors_marginal_ms'), 1)}"
+            f"{' ms' if 'search_with_vectors_marginal_ms' in r else ''} | "
+            f"{fmt(parts['dense_chroma']['p50_ms'], 1)} ms | {fmt(parts['lexical_bm25']['p50_ms'], 1)} ms | "
+            f"{fmt(parts['get_papers']['p50_ms'], 1)} ms | {fmt(r['maxrss_mb'], 0)} MB |")
+    return lines
+
+
+def cold_start(searches: list[dict]) -> list[str]:
+    lines = ["", "Open + first refresh is what a fresh process pays before its first question (cold); the first "
+             "refresh loads BM25 and the title table saved beside it (lexical format 2), so it reads no "
+             "papers unless BM25 on disk is missing or stale:", "",
+             "| corpus | open the store | first refresh | of which loading BM25 + titles | refresh again |",
+             "| --- | --- | --- | --- | --- |"]
+    for r in searches:
+        cold = r.get("cold_start_s", {})
+        first = cold.get("first_refresh", cold.get("read_papers_for_titles"))
+        built = "" if r.get("bm25_loaded", True) else " (no current BM25 on disk: this built it)"
+        lines.append(f"| {corpus_label(r)} | {fmt(cold.get('open_store'))} s | "
+                     f"{fmt(first)} s{built} | {fmt(cold.get('load_bm25'))} s | "
+                     f"{fmt(r.get('refresh_again_s'), 4)} s |")
+    return lines
+
+
+def search_commands(searches: list[dict]) -> list[str]:
+    """The commands, and a warning when the search code's hashes differ between stages."""
+    lines = ["", "Commands:", ""]
+    lines += [f"- {r['label']}: `{r['command']}`" for r in searches]
+    versions = {json.dumps(r["sources"], sort_keys=True) for r in searches if "sources" in r}
+    if len(versions) > 1:
+        files = ", ".join(dict.fromkeys(name for r in searches for name in r.get("sources", {})))
+        lines += ["", f"**The search code changed between these stages** (hashes of {files} "
+                      "as each stage imported them): compare rows with equal hashes only.", ""]
+        lines += [f"- {r['label']}: {', '.join(f'{k} {v}' for k, v in r['sources'].items())}"
+                  for r in searches if "sources" in r]
+    return lines
+
+
+def synthetic_builds(builds: dict[int, dict]) -> list[str]:
+    """How the synthetic stores were written, one row per size, and where a bigger build passed a smaller."""
+    lines = ["", "Synthetic stores: written straight to the two Chroma collections, 5,000 rows per `add` "
+                 "(chunks, then their papers' records with `paper_to_metadata` and the unit centroid; ids "
+                 "`<paper_id>::<n>`; manifest and generation through `ChromaStore`), then the first "
+                 "`refresh` reads every chunk back and builds BM25. \"final\" is the write rate over the "
+                 "last tenth of the batches: HNSW inserts slow down as the graphs grow.", "",
+             "| chunks | papers | write | chunks/s (final) | chunk adds / paper adds | BM25 build | "
+             "on disk | peak RSS after write / overall | load avg at end | command |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in sorted(builds.values(), key=lambda r: r["chunks"]):
+        reused = " (reused: the run that built it)" if r.get("reused") else ""
+        adds = (f"{fmt(r['chunks_add_s'], 0)} / {fmt(r['papers_add_s'], 0)} s" if "chunks_add_s" in r
+                else "n/a (older writer)")
+        lines.append(f"| {fmt(r['chunks'])} | {fmt(r['papers'])} | {fmt(r['write_s'], 0)} s{reused} | "
+                     f"{fmt(r['chunks_per_s'], 0)} ({fmt(r.get('final_chunks_per_s'), 0)}) | {adds} | "
+                     f"{fmt(r['bm25_build_s'], 0)} s | {fmt(r['disk_mb'], 0)} MB | "
+                     f"{fmt(r.get('maxrss_after_write_mb'), 0)} / {fmt(r['maxrss_mb'], 0)} MB | "
+                     f"{(r.get('load_average') or ['n/a'])[0]} | `{r['command']}` |")
+    for r in sorted(builds.values(), key=lambda r: r["chunks"]):
+        progress = r.get("progress", [])
+        passed = zip([c for c, _ in progress], itertools.accumulate(t for _, t in progress), strict=True)
+        marks = [(c, t) for c, t in passed if c in builds and c < r["chunks"]]
+        for c, t in marks:
+            other = builds[c]
+            lines += ["", f"The {fmt(r['chunks'])}-chunk build passed {fmt(c)} chunks after {fmt(t, 0)} s of "
+                      f"adds ({fmt(c / t, 0)} chunks/s); the {fmt(c)}-chunk store above took "
+                      f"{fmt(other['write_s'], 0)} s ({fmt(other['chunks_per_s'], 0)} chunks/s)"
+                      + (" with the earlier writer, under another load." if "chunks_add_s" not in other
+                         else ".")]
+    return lines
+
+
+def prepare_section(r: dict) -> list[str]:
+    lines = ["## ONNX files", ""]
+    for label in ("fp32", "int8"):
+        side = r[label].get("sidecar", {})
+        lines.append(f"- {label}: {r[label]['mb']} MB, {side.get('kind')}, "
+                     f"{'export' if label == 'fp32' else 'quantisation'} took {side.get('seconds')} s")
+    return lines + ["", f"Command: `{r['command']}`", ""]
 
 
 def plot(path: Path, searches: list[dict]) -> Path | None:

@@ -67,7 +67,7 @@ def source_fingerprint() -> dict[str, str]:
     import hashlib
 
     return {name: hashlib.sha256((PROJECT / name).read_bytes()).hexdigest()[:10]
-            for name in ("rag/retrieval/hybrid.py", "store/bm25.py", "store/chroma.py")}
+            for name in ("rag/retrieval/hybrid.py", "store/bm25.py", "store/chroma.py", "store/chroma_reads.py")}
 
 
 def chunk_defaults() -> tuple[int, int]:
@@ -82,7 +82,8 @@ def make_embedder(backend: str, cache_dir: Path, batch_size: int = 32):
 
     if backend == "torch":
         return SentenceTransformerEmbedder(batch_size=batch_size)
-    from rag.embedding.onnx import INT8_SUFFIX, OnnxEmbedder, onnx_model_path
+    from rag.embedding.onnx_embedder import OnnxEmbedder
+    from rag.embedding.onnx_files import INT8_SUFFIX, onnx_model_path
 
     quantized = backend == "onnx-int8"
     ref = ModelRef.resolve(None)
@@ -125,7 +126,8 @@ def questions(n: int) -> list[str]:
 
 def stage_prepare(args) -> None:
     from rag.embedding.models import ModelRef
-    from rag.embedding.onnx import export_onnx, is_current, onnx_model_path, quantize_int8, read_sidecar
+    from rag.embedding.onnx import export_onnx, quantize_int8
+    from rag.embedding.onnx_files import is_current, onnx_model_path, read_sidecar
 
     ref = ModelRef.resolve(None)
     fp32 = onnx_model_path(args.cache, ref.name, quantized=False)
@@ -362,6 +364,7 @@ def stage_ingest(args) -> None:
     """Ingestor into a fresh Chroma store, against raw ``embed`` of the same chunks, round by round."""
     from rag.ingest import Ingestor, make_chunker
     from store.chroma import ChromaStore
+    from store.layout import chroma_dir
 
     papers = bundled_papers()
     embedder = make_embedder(args.backend, args.cache, args.batch_size)
@@ -380,7 +383,7 @@ def stage_ingest(args) -> None:
         data_dir = root / f"round{round_}"
 
         def ingest(data_dir=data_dir):
-            store = ChromaStore(path=data_dir / "chroma", collection=COLLECTION)
+            store = ChromaStore(path=chroma_dir(data_dir), collection=COLLECTION)
             return Ingestor(store, embedder, chunker).ingest(papers)
 
         steps = [("raw", lambda: embedder.embed(texts)), ("ingest", ingest)]
@@ -431,11 +434,12 @@ def stage_search(args) -> None:
     from rag.retrieval.hybrid import HybridRetriever
     from store.bm25 import LexicalIndex
     from store.chroma import ChromaStore
+    from store.layout import chroma_dir, lexical_dir
 
     data_dir = Path(args.data_dir)
     collection = args.collection or COLLECTION
-    store = ChromaStore(path=data_dir / "chroma", collection=collection)
-    lexical = LexicalIndex(data_dir / "lexical" / collection)
+    store = ChromaStore(path=chroma_dir(data_dir), collection=collection)
+    lexical = LexicalIndex(lexical_dir(data_dir, collection))
     synthetic = args.backend == "synthetic"
     embedder = NoEmbedder() if synthetic else make_embedder(args.backend, args.cache)
     retriever = HybridRetriever(store, embedder, lexical, top_k=args.k)
@@ -541,11 +545,9 @@ def stage_synthetic_build(args) -> None:
     centroid of the paper's chunk vectors; manifest and generation through ``ChromaStore`` itself), but
     ``--batch`` rows per ``add`` instead of one paper at a time: each batch of chunks, then its papers.
     """
-    from rag.corpus.chunking import CHUNKER_VERSION
     from rag.retrieval.hybrid import HybridRetriever
-    from rag.types import Chunk, Paper
     from store.bm25 import LexicalIndex
-    from store.chroma import PAPERS_SUFFIX, ChromaStore, paper_to_metadata
+    from store.layout import lexical_dir
 
     data_dir = Path(args.data_dir)
     done_file = data_dir / "done.json"
@@ -555,18 +557,55 @@ def stage_synthetic_build(args) -> None:
         return
     if data_dir.exists():
         shutil.rmtree(data_dir)
-    rng = np.random.default_rng(args.seed)
-    words, cdf = _vocabulary()
-    dim = 384
+    store = _open_synthetic_store(data_dir, SYNTHETIC_DIMENSION)
+    written = _write_synthetic(args, store)
+    store.bump_generation()
+    rss_after_write = maxrss_mb()
+    retriever = HybridRetriever(store, NoEmbedder(), LexicalIndex(lexical_dir(data_dir, COLLECTION)))
+    bm25_s, _ = timed(retriever.refresh)  # reads every chunk back and builds the BM25 index (first search)
+    size_mb = sum(f.stat().st_size for f in data_dir.rglob("*") if f.is_file()) / 1e6
+    write_s, progress = written["write_s"], written["progress"]
+    result = {
+        "stage": "synthetic-build", "chunks": written["chunks"], "papers": written["papers"],
+        "write_s": round(write_s, 1), "generate_s": round(written["generate_s"], 1),
+        "chunks_add_s": round(written["chunks_add_s"], 1), "papers_add_s": round(written["papers_add_s"], 1),
+        "chunks_per_s": round(written["chunks"] / write_s, 1), "final_chunks_per_s": _final_rate(progress),
+        "bm25_build_s": round(bm25_s, 1), "disk_mb": round(size_mb, 1), "batch": written["batch"],
+        "maxrss_after_write_mb": round(rss_after_write, 1), "progress": progress,
+        "load_average": [round(x, 1) for x in os.getloadavg()],
+    }
+    result["maxrss_mb"] = round(maxrss_mb(), 1)
+    done_file.write_text(json.dumps(result))
+    emit(result)
+
+
+SYNTHETIC_DIMENSION = 384
+
+
+def _open_synthetic_store(data_dir: Path, dim: int):
+    """A fresh store with the manifest an ingest would record, marked as being written."""
+    from rag.corpus.chunking import CHUNKER_VERSION
+    from store.chroma import ChromaStore
+    from store.layout import chroma_dir
+
     max_tokens, overlap = chunk_defaults()
-    store = ChromaStore(path=data_dir / "chroma", collection=COLLECTION)
+    store = ChromaStore(path=chroma_dir(data_dir), collection=COLLECTION)
     store.open_for_writing({
         "embedding_model": NoEmbedder.name, "embedding_dimension": dim, "chunk_max_tokens": max_tokens,
         "chunk_overlap_sentences": overlap, "chunker": CHUNKER_VERSION,
     })
     store.begin_write()  # as an ingest does: "writing" until bump_generation
+    return store
+
+
+def _write_synthetic(args, store) -> dict:
+    """Generate and add batches until ``args.chunks`` chunks are written; the times and progress of it."""
+    from store.layout import papers_collection
+
+    rng = np.random.default_rng(args.seed)
+    vocabulary = _vocabulary()
     chunks_col = store.client.get_collection(COLLECTION, embedding_function=None)
-    papers_col = store.client.get_collection(COLLECTION + PAPERS_SUFFIX, embedding_function=None)
+    papers_col = store.client.get_collection(papers_collection(COLLECTION), embedding_function=None)
     batch = min(args.batch, int(store.client.get_max_batch_size()))
     written = paper_no = 0
     gen_s = chunks_add_s = papers_add_s = 0.0
@@ -574,71 +613,76 @@ def stage_synthetic_build(args) -> None:
     started = time.perf_counter()
     while written < args.chunks:
         g0 = time.perf_counter()
-        # Papers of 1 or 2 chunks, alternately (1.5 per paper), until the batch is full.
-        sizes: list[int] = []
-        room = min(batch, args.chunks - written)
-        while room > 0:
-            sizes.append(min(1 + (paper_no + len(sizes)) % 2, room))
-            room -= sizes[-1]
+        sizes = _paper_sizes(min(batch, args.chunks - written), paper_no)
+        chunk_rows, paper_rows = _synthetic_batch(rng, vocabulary, sizes, paper_no, SYNTHETIC_DIMENSION)
+        paper_no += len(sizes)
         n = sum(sizes)
-        texts = _sample_texts(rng, words, cdf, np.clip(rng.normal(140, 40, n), 30, 220).astype(np.int64))
-        titles = _sample_texts(rng, words, cdf, np.full(len(sizes), 6, dtype=np.int64))
-        vectors = _random_unit(rng, n, dim)
-        ids, metas = [], []
-        p_ids, p_docs, p_metas = [], [], []
-        centroids = np.empty((len(sizes), dim), dtype=np.float32)
-        row = 0
-        for j, size in enumerate(sizes):
-            pid = f"syn{paper_no:07d}"
-            offset = 0
-            for i in range(size):
-                text = texts[row + i]
-                chunk = Chunk(paper_id=pid, index=i, text=text, start=offset, end=offset + len(text))
-                ids.append(chunk.chunk_id)
-                metas.append({"paper_id": chunk.paper_id, "chunk": chunk.index, "start": chunk.start,
-                              "end": chunk.end})
-                offset += len(text) + 1
-            centroid = vectors[row:row + size].mean(axis=0)
-            centroids[j] = centroid / np.linalg.norm(centroid)
-            paper = Paper(paper_id=pid, title=titles[j].capitalize(), abstract=" ".join(texts[row:row + size]),
-                          source="synthetic.jsonl", ordinal=paper_no + 1, title_given=True)
-            p_ids.append(pid)
-            p_docs.append(paper.abstract)
-            p_metas.append(paper_to_metadata(paper))
-            row += size
-            paper_no += 1
         gen_s += time.perf_counter() - g0
-        t, _ = timed(chunks_col.add, ids=ids, embeddings=vectors, documents=texts, metadatas=metas)
+        t, _ = timed(chunks_col.add, **chunk_rows)
         chunks_add_s += t
         # Paper records after their chunks, as write_paper orders them (the record marks the paper done).
-        u, _ = timed(papers_col.add, ids=p_ids, embeddings=centroids, documents=p_docs, metadatas=p_metas)
+        u, _ = timed(papers_col.add, **paper_rows)
         papers_add_s += u
         written += n
         progress.append([written, round(t + u, 2)])
         elapsed = time.perf_counter() - started
         print(f"{written}/{args.chunks} chunks, {paper_no} papers in {elapsed:.0f}s "
               f"(this batch {t + u:.1f}s: {n / (t + u):.0f} chunks/s)", file=sys.stderr, flush=True)
-    write_s = time.perf_counter() - started
-    store.bump_generation()
-    rss_after_write = maxrss_mb()
-    retriever = HybridRetriever(store, NoEmbedder(), LexicalIndex(data_dir / "lexical" / COLLECTION))
-    bm25_s, _ = timed(retriever.refresh)  # reads every chunk back and builds the BM25 index (first search)
-    size_mb = sum(f.stat().st_size for f in data_dir.rglob("*") if f.is_file()) / 1e6
-    # The last tenth of the batches: the write rate at this size (HNSW inserts slow down as the graph grows).
+    return {"chunks": written, "papers": paper_no, "write_s": time.perf_counter() - started, "generate_s": gen_s,
+            "chunks_add_s": chunks_add_s, "papers_add_s": papers_add_s, "progress": progress, "batch": batch}
+
+
+def _paper_sizes(room: int, paper_no: int) -> list[int]:
+    """Papers of 1 or 2 chunks, alternately (1.5 per paper), until ``room`` chunks are used."""
+    sizes: list[int] = []
+    while room > 0:
+        sizes.append(min(1 + (paper_no + len(sizes)) % 2, room))
+        room -= sizes[-1]
+    return sizes
+
+
+def _synthetic_batch(rng, vocabulary, sizes: list[int], paper_no: int, dim: int) -> tuple[dict, dict]:
+    """The ``add`` arguments of one batch: its chunks, and its papers (numbered from ``paper_no``)."""
+    from rag.types import Chunk, Paper
+    from store.paper_records import paper_to_metadata
+
+    words, cdf = vocabulary
+    n = sum(sizes)
+    texts = _sample_texts(rng, words, cdf, np.clip(rng.normal(140, 40, n), 30, 220).astype(np.int64))
+    titles = _sample_texts(rng, words, cdf, np.full(len(sizes), 6, dtype=np.int64))
+    vectors = _random_unit(rng, n, dim)
+    ids, metas = [], []
+    p_ids, p_docs, p_metas = [], [], []
+    centroids = np.empty((len(sizes), dim), dtype=np.float32)
+    row = 0
+    for j, size in enumerate(sizes):
+        pid = f"syn{paper_no + j:07d}"
+        offset = 0
+        for i in range(size):
+            text = texts[row + i]
+            chunk = Chunk(paper_id=pid, index=i, text=text, start=offset, end=offset + len(text))
+            ids.append(chunk.chunk_id)
+            metas.append({"paper_id": chunk.paper_id, "chunk": chunk.index, "start": chunk.start,
+                          "end": chunk.end})
+            offset += len(text) + 1
+        centroid = vectors[row:row + size].mean(axis=0)
+        centroids[j] = centroid / np.linalg.norm(centroid)
+        paper = Paper(paper_id=pid, title=titles[j].capitalize(), abstract=" ".join(texts[row:row + size]),
+                      source="synthetic.jsonl", ordinal=paper_no + j + 1, title_given=True)
+        p_ids.append(pid)
+        p_docs.append(paper.abstract)
+        p_metas.append(paper_to_metadata(paper))
+        row += size
+    return ({"ids": ids, "embeddings": vectors, "documents": texts, "metadatas": metas},
+            {"ids": p_ids, "embeddings": centroids, "documents": p_docs, "metadatas": p_metas})
+
+
+def _final_rate(progress: list[list[float]]) -> float:
+    """Chunks/s over the last tenth of the batches: the write rate at this size (HNSW inserts slow down as
+    the graph grows)."""
     tail = progress[-max(1, len(progress) // 10):]
     tail_chunks = tail[-1][0] - (progress[-len(tail) - 1][0] if len(progress) > len(tail) else 0)
-    result = {
-        "stage": "synthetic-build", "chunks": written, "papers": paper_no, "write_s": round(write_s, 1),
-        "generate_s": round(gen_s, 1), "chunks_add_s": round(chunks_add_s, 1),
-        "papers_add_s": round(papers_add_s, 1), "chunks_per_s": round(written / write_s, 1),
-        "final_chunks_per_s": round(tail_chunks / sum(s for _, s in tail), 1),
-        "bm25_build_s": round(bm25_s, 1), "disk_mb": round(size_mb, 1), "batch": batch,
-        "maxrss_after_write_mb": round(rss_after_write, 1), "progress": progress,
-        "load_average": [round(x, 1) for x in os.getloadavg()],
-    }
-    result["maxrss_mb"] = round(maxrss_mb(), 1)
-    done_file.write_text(json.dumps(result))
-    emit(result)
+    return round(tail_chunks / sum(s for _, s in tail), 1)
 
 
 def main(argv=None) -> None:

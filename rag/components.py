@@ -39,7 +39,7 @@ def choose_embedding_backend(configured: str, ref: ModelRef, indexed_model: str 
     int8 is chosen only for the bundled model, whose SciFact nDCG@10 it keeps (bench/results/report.md);
     for another model the fp32 export gives exactly its vectors, so nothing about its quality changes.
     """
-    from rag.embedding.onnx import INT8_SUFFIX, mean_pooled
+    from rag.embedding.onnx_files import INT8_SUFFIX, mean_pooled
 
     if configured != "auto":
         return configured
@@ -58,7 +58,9 @@ def build_embedder(settings: Settings, indexed_model: str | None = None, *, warn
     ``indexed_model`` is the model name the index records (``None`` for a new index): ``auto`` follows
     it so that an index is always queried with the vectors it was built with.
     """
-    from rag.embedding.onnx import INT8_SUFFIX, OnnxEmbedder, ensure_onnx, is_current, onnx_model_path
+    from rag.embedding.onnx import ensure_onnx
+    from rag.embedding.onnx_embedder import OnnxEmbedder
+    from rag.embedding.onnx_files import INT8_SUFFIX, is_current, onnx_model_path
 
     ref = ModelRef.resolve(settings.embedding_model)
     backend = choose_embedding_backend(settings.embedding_backend, ref, indexed_model)

@@ -24,6 +24,7 @@ from rag.embedding.models import Embedder
 from rag.errors import IndexLocked, StoreError
 from rag.types import Paper
 from store.chroma import ChromaStore
+from store.layout import LOCK_FILE
 
 
 @dataclass
@@ -52,10 +53,10 @@ class IngestReport:
 INDEX_FORMAT = 3
 
 # A paper's dense score is ``chunk_weight * best chunk similarity + q . profile``, where the profile mixes
-# the paper-level vectors. Weights tuned on SciFact's train queries (809), checked on its test queries
-# (300): best chunk only 0.649 test nDCG@10 alone; this mix with BM25 0.744-0.746 vs 0.742 for
-# chunk + centroid (see rag/retrieval/hybrid.py). Untitled abstracts (titles derived from the text) keep the
-# chunk + centroid mix, since their "title" would repeat the abstract's own words.
+# the paper-level vectors: the whole text and the title add evidence a single chunk lacks. Weights tuned on
+# SciFact's train queries and checked on its test queries (figures: bench/results/tuning.md). Untitled
+# abstracts (titles derived from the text) keep the chunk + centroid mix, since their "title" would repeat
+# the abstract's own words.
 TITLED_WEIGHTS = {"chunk": 0.25, "centroid": 0.25, "document": 0.25, "title": 0.15}
 UNTITLED_WEIGHTS = {"chunk": 0.5, "centroid": 0.5, "document": 0.0, "title": 0.0}
 
@@ -123,7 +124,7 @@ def make_chunker(embedder: Embedder, max_tokens: int, overlap_sentences: int) ->
 def ingest_lock(folder: Path) -> Iterator[None]:
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        handle = open(folder / "ingest.lock", "a+")  # noqa: SIM115 - held for the whole block
+        handle = open(folder / LOCK_FILE, "a+")  # noqa: SIM115 - held for the whole block
     except OSError as e:
         raise StoreError(
             f"cannot write to the data folder {folder} ({e.strerror}): make it writable or set PAPERCHAT_DATA_DIR"

@@ -4,33 +4,30 @@ The BM25 index is derived data: it is rebuilt from the store's chunks whenever i
 ``generation`` differs from the store's, so several processes (or machines sharing one Chroma server)
 each keep a correct copy, and a missing or damaged copy is never fatal. It is saved with bm25s's own
 format (NumPy arrays loaded with ``allow_pickle=False`` plus JSON), written to a temporary folder and
-swapped in, so a killed process never leaves half an index behind.
+swapped in (store.atomic), so a killed process never leaves half an index behind; its files are named in
+store.layout.
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import json
-import logging
-import os
 import re
-import shutil
-import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
-FORMAT_VERSION = 2  # 2: titles.json beside the index
+from store.atomic import save_folder_atomically
+from store.layout import BM25_FOLDER, IDS_FILE, LEXICAL_FORMAT, STATE_FILE, TITLES_FILE
+
 _TOKEN = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
 
 
 @dataclass(frozen=True)
 class LexicalParams:
-    # Tuned on SciFact's train queries: 0.9/0.5 beat BM25's textbook 1.2/0.75 (short, dense abstracts).
+    # Lower than BM25's textbook k1/b: abstracts are short and dense (tuned on SciFact: bench/results/tuning.md).
     k1: float = 0.9
     b: float = 0.5
     stem: bool = True
@@ -98,10 +95,10 @@ class LexicalIndex:
 
     @property
     def _state_file(self) -> Path:
-        return self.folder / "state.json"
+        return self.folder / STATE_FILE
 
     def _settings_key(self) -> dict:
-        return {"format": FORMAT_VERSION, **self.params.__dict__}
+        return {"format": LEXICAL_FORMAT, **self.params.__dict__}
 
     def build(
         self, rows: Iterable[tuple[str, str, str]], generation: int, titles: dict[str, str] | None = None
@@ -127,11 +124,11 @@ class LexicalIndex:
     def _save(self) -> None:
         def fill(tmp: Path) -> None:
             if self._bm25 is not None:
-                self._bm25.save(str(tmp / "bm25"))
-            (tmp / "ids.json").write_text(json.dumps({"chunk_ids": self.chunk_ids, "paper_ids": self.paper_ids}))
-            (tmp / "titles.json").write_text(json.dumps(self.titles))
+                self._bm25.save(str(tmp / BM25_FOLDER))
+            (tmp / IDS_FILE).write_text(json.dumps({"chunk_ids": self.chunk_ids, "paper_ids": self.paper_ids}))
+            (tmp / TITLES_FILE).write_text(json.dumps(self.titles))
             state = {"generation": self.generation, "count": len(self.chunk_ids), **self._settings_key()}
-            (tmp / "state.json").write_text(json.dumps(state))
+            (tmp / STATE_FILE).write_text(json.dumps(state))
 
         save_folder_atomically(self.folder, fill, optional=True)
 
@@ -145,13 +142,13 @@ class LexicalIndex:
                 state.get(k) != v for k, v in self._settings_key().items()
             ):
                 return False
-            ids = json.loads((self.folder / "ids.json").read_text())
-            titles = json.loads((self.folder / "titles.json").read_text())
+            ids = json.loads((self.folder / IDS_FILE).read_text())
+            titles = json.loads((self.folder / TITLES_FILE).read_text())
             if not isinstance(titles, dict):
                 return False
             bm25 = None
             if state["count"]:
-                bm25 = bm25s.BM25.load(str(self.folder / "bm25"), mmap=False)
+                bm25 = bm25s.BM25.load(str(self.folder / BM25_FOLDER), mmap=False)
         except (OSError, ValueError, KeyError, TypeError):
             return False  # missing or damaged: the caller rebuilds it from the store
         self._bm25 = bm25
@@ -188,52 +185,6 @@ class LexicalIndex:
         rows = np.argpartition(-scores, n - 1)[:n]
         rows = rows[np.argsort(-scores[rows], kind="stable")]
         return [(int(r), float(scores[r])) for r in rows if scores[r] > 0]
-
-
-_log = logging.getLogger(__name__)
-# What a data folder the process may not write gives: read-only mount, no permission, immutable files.
-_CANNOT_WRITE = (errno.EROFS, errno.EACCES, errno.EPERM)
-
-
-def save_folder_atomically(folder: Path, fill: Callable[[Path], None], *, optional: bool = False) -> None:
-    """Have ``fill`` write into a temporary folder beside ``folder``, then swap it in: a reader sees the old
-    folder or the new one, never half of one, and a killed writer leaves only a temporary folder.
-
-    Several writers (threads of one app, or instances sharing a data folder) may swap at once: whoever
-    swaps in between our "move the old folder away" and "move ours in" makes the second step fail, so
-    it is tried again; if others keep winning, their complete copy stands and ours is dropped (every
-    copy records the generation it was built at, and a reader checks it).
-
-    ``optional``: the folder is a cache of what the index holds; if the data folder cannot be written
-    (read-only), say so in the log and go on with the copy in memory, so a read-only index can be searched.
-    """
-    try:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = folder.with_name(f".{folder.name}.{uuid.uuid4().hex}.tmp")
-        tmp.mkdir(parents=True)
-    except OSError as e:
-        if optional and e.errno in _CANNOT_WRITE:
-            _log.warning("cannot save %s (%s): the data folder is read-only; kept in memory", folder, e.strerror)
-            return
-        raise
-    moved_away: list[Path] = []
-    try:
-        fill(tmp)
-        for _attempt in range(5):
-            old = folder.with_name(f".{folder.name}.{uuid.uuid4().hex}.old")
-            with contextlib.suppress(FileNotFoundError):  # another writer moved it away first
-                os.replace(folder, old)
-                moved_away.append(old)
-            try:
-                os.replace(tmp, folder)
-                break
-            except OSError as e:
-                if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
-                    raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)  # gone already when the swap succeeded
-        for old in moved_away:
-            shutil.rmtree(old, ignore_errors=True)
 
 
 def rows_with_titles(rows: Iterable[tuple[str, str, str]], titles: dict[str, str]) -> Iterable[tuple[str, str, str]]:

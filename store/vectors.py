@@ -2,8 +2,8 @@
 
 Retrieval takes its candidates from Chroma's approximate nearest neighbours and from BM25, then scores
 every candidate exactly (rag/retrieval/hybrid.py). Reading the candidates' vectors back from Chroma cost more
-than the rest of a search together (at SciFact: 10 ms per question, and the papers' metadata 24 ms), so
-the vectors are kept here as NumPy files, memory-mapped: a search touches only its candidates' rows.
+than the rest of a search together (figures: bench/results/tuning.md), so the vectors are kept here as
+NumPy files, memory-mapped: a search touches only its candidates' rows.
 Like the BM25 index it is derived data, saved per collection with the store's ``generation`` and
 rebuilt from the store whenever that differs (so instances sharing a Chroma server each keep a copy),
 written to a temporary folder and swapped in.
@@ -18,9 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from store.bm25 import save_folder_atomically
-
-FORMAT_VERSION = 1
+from store.atomic import save_folder_atomically
+from store.layout import IDS_FILE, STATE_FILE, VECTOR_ARRAYS, VECTORS_FORMAT
 
 
 class VectorTable:
@@ -79,11 +78,11 @@ class VectorTable:
         paper_ids = self.paper_ids
 
         def fill(tmp: Path) -> None:
-            for name in ("chunks", "profiles", "norms", "chunk_weights", "starts"):
+            for name in VECTOR_ARRAYS:
                 np.save(tmp / f"{name}.npy", getattr(self, name), allow_pickle=False)
-            (tmp / "ids.json").write_text(json.dumps({"papers": paper_ids, "chunks": self.chunk_ids}))
-            (tmp / "state.json").write_text(json.dumps(
-                {"format": FORMAT_VERSION, "generation": self.generation, "papers": len(paper_ids)}
+            (tmp / IDS_FILE).write_text(json.dumps({"papers": paper_ids, "chunks": self.chunk_ids}))
+            (tmp / STATE_FILE).write_text(json.dumps(
+                {"format": VECTORS_FORMAT, "generation": self.generation, "papers": len(paper_ids)}
             ))
 
         save_folder_atomically(self.folder, fill, optional=True)
@@ -91,13 +90,13 @@ class VectorTable:
     def load(self, generation: int) -> bool:
         """Map the saved table if it was built at ``generation``; False when missing, stale or damaged."""
         try:
-            state = json.loads((self.folder / "state.json").read_text())
-            if state.get("format") != FORMAT_VERSION or state.get("generation") != generation:
+            state = json.loads((self.folder / STATE_FILE).read_text())
+            if state.get("format") != VECTORS_FORMAT or state.get("generation") != generation:
                 return False
-            ids = json.loads((self.folder / "ids.json").read_text())
+            ids = json.loads((self.folder / IDS_FILE).read_text())
             arrays = {
                 name: np.load(self.folder / f"{name}.npy", mmap_mode="r", allow_pickle=False)
-                for name in ("chunks", "profiles", "norms", "chunk_weights", "starts")
+                for name in VECTOR_ARRAYS
             }
         except (OSError, ValueError, KeyError, TypeError):
             return False

@@ -14,22 +14,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# --- text clean-up -----------------------------------------------------------------------------
+from rag.corpus.title_phrase import first_sentence_phrase
+from rag.corpus.title_text import (
+    ARTICLES,
+    PREPOSITIONS,
+    SENTENCE_END,
+    capitalise,
+    clean_markup,
+    trim_token,
+    word_set,
+)
 
-# ``\textbf{X}``, ``\emph{X}``, ``\mathrm{X}``...: keep X (applied repeatedly for nesting).
-_LATEX_ARG = re.compile(r"\\[A-Za-z]+\s*\{([^{}]*)\}")
-# ``{\em X}`` and ``{\bf X}``.
-_LATEX_GROUP = re.compile(r"\{\\[A-Za-z]+\s+([^{}]*)\}")
-_LATEX_CMD = re.compile(r"\\([A-Za-z]+)")
-_LATEX_ESCAPE = re.compile(r"\\([%&#$_{}])")
-# Markdown emphasis and code marks, quotes: dropped, the words stay.
-_MARKS = re.compile(r"[*`$^{}\"“”„‘’]+")
-_UNDERSCORE_EMPHASIS = re.compile(r"(?<![A-Za-z0-9])_+|_+(?![A-Za-z0-9])")
-_PARENTHETICAL = re.compile(r"\s*\([^()]*\)")
-# On cleaned text (single spaces): the punctuation that ends a sentence.
-_SENTENCE_END = re.compile(r"[.!?] (?=[A-Z0-9\"'(])")
-
-# --- where new names show up -------------------------------------------------------------------
+# --- where new names show up, and what a name looks like ----------------------------------------
 
 _INTRO = re.compile(
     r"(?:we|this (?:paper|work|study)|our (?:paper|work))\s+"
@@ -49,60 +45,21 @@ _OUR_THING = re.compile(
 # "Code: https://github.com/owner/MeGan": the repository is usually named after the method.
 _REPO = re.compile(r"(?:github|gitlab)\.com/[\w.-]+/([A-Za-z0-9][\w.-]*)", re.IGNORECASE)
 _OPENING_NAME = re.compile(r"^\s*(\S+)\s+(?:is|are)\s+(?:a|an|the)\b")
-
-# --- what a name looks like --------------------------------------------------------------------
-
-_TOKEN_TRIM = ".,;:!?()[]'\"“”‘’"
 _HAS_LETTER = re.compile(r"[A-Za-z]")
 # FedSSM, CogRouter, MoDEX (lower then upper); SPARe, XYZFlow (caps then lower, not a plural "s").
 _INNER_CAPS = re.compile(r"[a-z][A-Z]|[A-Z]{2,}[a-z](?!$)|[A-Z]{2,}[a-rt-z]$")
 _ACRONYM = re.compile(r"^[A-Z][A-Z0-9]+s?$")
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
 # Field acronyms that a paper uses but never introduces; never taken as the paper's "name".
-GENERIC_ACRONYMS = _words(
+GENERIC_ACRONYMS = word_set(
     "ai api asr cnn cot cpu cv dnn dpo dr gan gd gnn gpt gpu iid kl llm lm lvlm mdp ml mllm mlp moe nlp ode ood "
     "pde pomdp ppo qa rag rl rlhf rnn sde sgd sota tpu tts vae vit vlm vqa"
 )
-_ARTICLES = _words("the a an")
-_CONNECTORS = _words("of and for with in on to via")
-_PREPOSITIONS = _words(
-    "for in on of to with from via across under over between against into by at through within without "
-    "towards toward beyond"
-)
-_APPOSITIVE_NEXT = _words("a an the which that one our whose")
-_HEAD_NOUNS = _words(
+_CONNECTORS = word_set("of and for with in on to via")
+_APPOSITIVE_NEXT = word_set("a an the which that one our whose")
+_HEAD_NOUNS = word_set(
     "model models framework method benchmark dataset algorithm architecture engine network agent system library "
     "toolkit suite estimator estimators module"
 )
-_AUXILIARIES = _words("is are was were has have had can could may might will would should must")
-_STOPWORDS = (
-    _PREPOSITIONS
-    | _ARTICLES
-    | _AUXILIARIES
-    | _words("and or but nor yet so that which who whose where when while as be been its their this these those")
-    | _words("such than not very both")
-)
-_BREAK_WORDS = _PREPOSITIONS | _AUXILIARIES | _words("which that where whose and or but yet")
-# Lead-ins that say nothing about the topic: "In this paper, we study ...".
-_LEAD_INS = re.compile(
-    r"^(?:(?:in|within) (?:this|the present|our) (?:paper|work|study|article),?\s*)?"
-    r"(?:(?:this|the present|our) (?:paper|work|study|article)\s+(?:presents|proposes|introduces|studies|"
-    r"investigates|deals with|addresses|considers|examines|explores|analyzes|analyses|revisits)\s+"
-    r"|we\s+(?:(?:first|here|now)\s+)?(?:are\s+considering|study|consider|investigate|show that|show|examine|"
-    r"explore|analyze|analyse|address|revisit|present|propose|introduce|tackle|focus on)\s+)?"
-    r"(?:(?:the|a|an) (?:problem|task|question|challenge) of\s+)?",
-    re.IGNORECASE,
-)
-# "As X grows, ..." keeps X; "Contrary to X, Y" keeps Y.
-_SUBORDINATOR = re.compile(r"^(?:as|while|although|though|when|whereas|since|because|if)\s+", re.IGNORECASE)
-_CONCESSIVE = re.compile(r"^(?:contrary to|despite|unlike|in contrast to|beyond|given)\b[^,]*,\s*", re.IGNORECASE)
-_CLAUSE_BREAK = re.compile(r"\s*(?:[;:]|,|\s—\s|\s(?:which|where|whereas|but|while|whose)\s)\s*")
-
 _MARKERS = (  # pattern, whether only coined names count, words that must occur for the pattern to match
     (_CALLED, False, ("called", "named", "dubbed")),
     (_TERMED, True, ("termed",)),
@@ -128,64 +85,28 @@ class _Candidate:
 def derive_title(abstract: str, max_words: int = 8) -> str:
     """A short label for an untitled abstract: the name it introduces, else a phrase from its first sentence."""
     max_words = max(1, max_words)
-    text = _clean(abstract[:MAX_SCAN_CHARS])
+    text = clean_markup(abstract[:MAX_SCAN_CHARS])
     candidates = [c for c in _name_candidates(text, max_words) if len(c.name.split()) <= max_words]
     candidates += _repository_names(abstract[:MAX_SCAN_CHARS])
     if candidates:
         title = min(candidates, key=lambda c: (-c.strength, c.position)).name
     else:
-        title = _first_sentence_phrase(text, max_words)
+        title = first_sentence_phrase(text, max_words)
     if len(title) > MAX_TITLE_CHARS:  # one endless "word" (a URL, a formula): keep the label readable
         title = title[: MAX_TITLE_CHARS - 1].rstrip() + "…"
-    return _capitalise(title) or UNTITLED
-
-
-# --- clean-up ----------------------------------------------------------------------------------
-
-
-def _clean(text: str) -> str:
-    """Drop LaTeX and Markdown markup so ``\\textbf{Fed-Kalter}`` and ``**MA-RAG**`` read as plain names."""
-    text = _LATEX_ESCAPE.sub(r"\1", text)
-    for _ in range(5):
-        new = _LATEX_GROUP.sub(r"\1", _LATEX_ARG.sub(r"\1", text))
-        if new == text:
-            break
-        text = new
-    text = _LATEX_CMD.sub(r"\1", text)
-    text = _MARKS.sub("", text.replace("''", ""))
-    if "_" in text:
-        text = _UNDERSCORE_EMPHASIS.sub("", text)
-    for dash in ("---", "--", "–"):
-        text = text.replace(dash, "—")
-    return " ".join(text.replace("—", " — ").split())
-
-
-def _capitalise(phrase: str) -> str:
-    return phrase[:1].upper() + phrase[1:] if phrase else phrase
-
-
-def _first_sentence(text: str) -> str:
-    end = _SENTENCE_END.search(text)
-    return text[: end.start() + 1] if end else text
-
-
-# --- names -------------------------------------------------------------------------------------
-
-
-def _trim(token: str) -> str:
-    return token.strip(_TOKEN_TRIM)
+    return capitalise(title) or UNTITLED
 
 
 def is_generic(token: str) -> bool:
     """True for field acronyms (LLM, LLMs, RL, PDE, CoT...) that are never the introduced method."""
-    word = _trim(token)
+    word = trim_token(token)
     key = word[:-1] if word.endswith("s") and len(word) > 2 and word[:-1].isupper() else word
     return key.lower() in GENERIC_ACRONYMS
 
 
 def looks_coined(token: str) -> bool:
     """A coined name: FedSSM, MoDEX, CogRouter, MA-RAG, Agent0-VL, T2PO; not We, This, LLMs, Large."""
-    word = _trim(token)
+    word = trim_token(token)
     if len(word) < 2 or not _HAS_LETTER.search(word) or is_generic(word):
         return False
     parts = [p for p in word.split("-") if p]
@@ -202,7 +123,7 @@ def looks_coined(token: str) -> bool:
 
 
 def _is_acronym(token: str) -> bool:
-    word = _trim(token)
+    word = trim_token(token)
     return bool(_ACRONYM.match(word)) and not is_generic(word)
 
 
@@ -211,7 +132,7 @@ def _name_like(token: str) -> bool:
 
 
 def _is_capitalised(token: str) -> bool:
-    word = _trim(token)
+    word = trim_token(token)
     return bool(word) and (word[0].isupper() or (word[0].isdigit() and _HAS_LETTER.search(word) is not None))
 
 
@@ -234,7 +155,7 @@ def _name_candidates(text: str, max_words: int) -> list[_Candidate]:
                 found.append(_Candidate(candidate[0], candidate[1], match.start()))
     opening = _OPENING_NAME.match(text)
     if opening and looks_coined(opening.group(1)):
-        found.append(_Candidate(_trim(opening.group(1)), STRONG, 0))
+        found.append(_Candidate(trim_token(opening.group(1)), STRONG, 0))
     return found
 
 
@@ -258,20 +179,20 @@ def _repository_names(abstract: str) -> list[_Candidate]:
 
 def _rest_of_sentence(text: str, start: int) -> str:
     rest = text[start:]
-    end = _SENTENCE_END.search(rest)
+    end = SENTENCE_END.search(rest)
     return rest[: end.start() + 1] if end else rest
 
 
 def _name_from_object(obj: str, max_words: int) -> tuple[str, int] | None:
     """The name in what follows "we propose": ``FedSSM, which``, ``the Adaptive Memory Agent (AdaMEM)``..."""
     words = obj.split()
-    while words and words[0].lower() in _ARTICLES:
+    while words and words[0].lower() in ARTICLES:
         words = words[1:]
     if not words:
         return None
     if _name_like(words[0]) and not words[0].startswith("("):
         run = _title_run(words[:4], max_words)  # "BFCL Audio, a benchmark" keeps both words
-        return (run[0], STRONG) if run else (_trim(words[0]), STRONG)
+        return (run[0], STRONG) if run else (trim_token(words[0]), STRONG)
     acronym = _defined_acronym(words)
     if acronym:
         return acronym, STRONG
@@ -292,7 +213,7 @@ def _defined_acronym(words: list[str], window: int = 16) -> str | None:
             if word.endswith(","):  # past the name: "Caracal, a novel ... (MHF) module" is a part
                 return None
             continue
-        inner = _trim(word.split(")")[0])
+        inner = trim_token(word.split(")")[0])
         if not (_name_like(inner) and _long_enough(inner)):
             continue
         if _abbreviates_a_topic(words[:i]):
@@ -304,7 +225,7 @@ def _defined_acronym(words: list[str], window: int = 16) -> str | None:
 def _abbreviates_a_topic(before: list[str]) -> bool:
     long_form: list[str] = []
     for word in reversed(before):
-        if word.lower() in _PREPOSITIONS:
+        if word.lower() in PREPOSITIONS:
             return bool(long_form) and all(w[:1].islower() for w in long_form)
         long_form.append(word)
     return False
@@ -319,7 +240,7 @@ def _title_run(words: list[str], max_words: int) -> tuple[str, int] | None:
         word, i = words[i], i + 1
         if word.startswith("("):
             close = _closing(words, i - 1)
-            inner = _trim(word)
+            inner = trim_token(word)
             if not run or close is None or (close == i - 1 and _name_like(inner) and _long_enough(inner)):
                 return None
             # skip a cryptic "(LC)" or a spelled-out "(Multi-Round Agentic RAG)" inside the name
@@ -331,7 +252,7 @@ def _title_run(words: list[str], max_words: int) -> tuple[str, int] | None:
         if not (_is_capitalised(word) or is_connector or is_head):
             i -= 1
             break
-        run.append(_trim(word))
+        run.append(trim_token(word))
         ended_by = word[-1] if word[-1] in ",.;:" else ""
         if is_head and not ended_by:
             break
@@ -359,10 +280,10 @@ def _closing(words: list[str], start: int, limit: int = 12) -> int | None:
 def _coined_in_noun_phrase(words: list[str]) -> tuple[str, int] | None:
     """``a lightweight PoLar prediction network``: a coined word inside the object's noun phrase."""
     for word in words:
-        if word.lower() in _PREPOSITIONS or word.lower() in {"which", "that", "to"}:
+        if word.lower() in PREPOSITIONS or word.lower() in {"which", "that", "to"}:
             break
         if looks_coined(word):
-            return _trim(word), MEDIUM
+            return trim_token(word), MEDIUM
         if word[-1:] in ",;:.":
             break
     return None
@@ -374,7 +295,7 @@ def _name_after_marker(rest: str, coined_only: bool, max_words: int) -> tuple[st
     if not words:
         return None
     if looks_coined(words[0]) or (not coined_only and _is_acronym(words[0])):
-        return _trim(words[0]), STRONG
+        return trim_token(words[0]), STRONG
     if coined_only:
         return None
     capitalised = _is_capitalised(words[0])
@@ -385,49 +306,9 @@ def _name_after_marker(rest: str, coined_only: bool, max_words: int) -> tuple[st
         is_connector = word.lower() in _CONNECTORS and i + 1 < len(words) and _is_capitalised(words[i + 1])
         if capitalised and phrase and not (_is_capitalised(word) or is_connector):
             break  # "we term Neural Graph Dispersion avoids ...": the name is the Capitalised run
-        phrase.append(_trim(word))
+        phrase.append(trim_token(word))
         if word[-1:] in ",.;:)":
             break
     if not phrase or len(phrase) > min(max_words, MAX_TERM_WORDS) or not _HAS_LETTER.search(phrase[0]):
         return None
     return " ".join(phrase), MEDIUM
-
-
-# --- fallback phrase ---------------------------------------------------------------------------
-
-
-def _first_sentence_phrase(text: str, max_words: int) -> str:
-    """A short phrase from the first sentence, cut at a clause boundary and at ``max_words`` words."""
-    sentence = _PARENTHETICAL.sub("", _first_sentence(text)).strip()
-    sentence = _LEAD_INS.sub("", sentence, count=1)
-    sentence = _CONCESSIVE.sub("", sentence, count=1)
-    sentence = _SUBORDINATOR.sub("", sentence, count=1)
-    words = _first_clause(sentence)
-    if len(words) > max_words:
-        words = _cut_back(words[:max_words])
-    while words and (words[0].lower() in _ARTICLES):
-        words = words[1:]
-    while words and _trim(words[-1]).lower() in _STOPWORDS:
-        words = words[:-1]
-    phrase = " ".join(words).strip(" ,;:.-—–!?'\"")
-    return _capitalise(phrase)
-
-
-def _first_clause(sentence: str) -> list[str]:
-    """Words up to the first clause boundary, but never fewer than three (``Large-scale, multi-subject``)."""
-    for boundary in _CLAUSE_BREAK.finditer(sentence):
-        words = sentence[: boundary.start()].split()
-        if len(words) >= 3:
-            return words
-    return sentence.split()
-
-
-def _cut_back(words: list[str]) -> list[str]:
-    """Cut before the last break word (preposition, conjunction, auxiliary) so the label ends on a whole phrase.
-
-    A cut that would leave a dangling article ("is an important") is skipped; then the window stays whole.
-    """
-    for i in range(len(words) - 1, 2, -1):
-        if words[i].lower() in _BREAK_WORDS and not any(w.lower() in _ARTICLES for w in words[i - 2 : i]):
-            return words[:i]
-    return words

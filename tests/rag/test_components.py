@@ -13,7 +13,9 @@ import pytest
 
 from rag.components import Components, build_embedder, choose_embedding_backend
 from rag.embedding.models import BUNDLED_MODEL_NAME, ModelRef, SentenceTransformerEmbedder, bundled_model_dir
-from rag.embedding.onnx import INT8_SUFFIX, OnnxEmbedder, ensure_onnx, mean_pooled
+from rag.embedding.onnx import ensure_onnx
+from rag.embedding.onnx_embedder import OnnxEmbedder
+from rag.embedding.onnx_files import INT8_SUFFIX, mean_pooled
 from rag.errors import ModelNotFound
 
 PROJECT = Path(__file__).resolve().parents[2]

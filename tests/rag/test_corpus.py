@@ -14,14 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag.corpus import load as corpus
-from rag.corpus.load import (
-    SUPPORTED_SUFFIXES,
-    LoadProblem,
-    LoadResult,
-    extract_urls,
-    load_corpus,
-    load_file,
-)
+from rag.corpus.discovery import SUPPORTED_SUFFIXES
+from rag.corpus.load import load_corpus, load_file
+from rag.corpus.problems import LoadProblem, LoadResult
+from rag.corpus.records import extract_urls
 from rag.errors import CorpusError
 from rag.types import Paper
 

@@ -16,18 +16,9 @@ import numpy as np
 import pytest
 
 from rag.embedding.models import BUNDLED_MODEL_NAME, bundled_model_dir
-from rag.embedding.onnx import (
-    INT8_SUFFIX,
-    OnnxEmbedder,
-    export_onnx,
-    is_current,
-    l2_normalise,
-    mean_pool,
-    onnx_model_path,
-    quantize_int8,
-    read_sidecar,
-    source_fingerprint,
-)
+from rag.embedding.onnx import export_onnx, quantize_int8
+from rag.embedding.onnx_embedder import OnnxEmbedder, l2_normalise, mean_pool
+from rag.embedding.onnx_files import INT8_SUFFIX, is_current, onnx_model_path, read_sidecar, source_fingerprint
 from rag.errors import ModelNotFound
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -168,7 +159,7 @@ def test_constructing_and_counting_tokens_loads_no_runtime(model_dir, tmp_path):
     result = _run(f"""
         import json, sys
         from pathlib import Path
-        from rag.embedding.onnx import OnnxEmbedder
+        from rag.embedding.onnx_embedder import OnnxEmbedder
         e = OnnxEmbedder(Path({str(model_dir)!r}), Path({str(tmp_path / 'model.onnx')!r}), name="all-MiniLM-L6-v2")
         facts = [e.name, e.dimension, e.max_tokens, e.count_tokens("hello world")]
         print(json.dumps({{"facts": facts, "loaded": [m for m in {HEAVY!r} if m in sys.modules],
@@ -191,7 +182,7 @@ def test_embedding_imports_onnxruntime_but_never_torch(onnx_files, model_dir):
     result = _run(f"""
         import json, sys
         from pathlib import Path
-        from rag.embedding.onnx import OnnxEmbedder
+        from rag.embedding.onnx_embedder import OnnxEmbedder
         e = OnnxEmbedder(Path({str(model_dir)!r}), Path({str(onnx_files[0])!r}), name="all-MiniLM-L6-v2")
         v = e.embed(["a question about papers"])
         print(json.dumps({{"shape": list(v.shape), "loaded": [m for m in {HEAVY!r} if m in sys.modules]}}))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from store.bm25 import save_folder_atomically
+from store.atomic import save_folder_atomically
 
 
 def test_concurrent_writers_never_fail_and_leave_one_complete_copy(tmp_path):

@@ -1,0 +1,194 @@
+"""Reading the Chroma store: counts, every record page by page (``_PAGE`` at a time), records by id, and
+nearest-neighbour queries for one question or many (batched under SQLite's variable limit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rag.types import Paper
+from store.chroma_client import ChromaConnection
+from store.paper_records import paper_from_record
+
+_PAGE = 2000
+_QUERY_BATCH = 256  # questions per Chroma query call, at most
+_QUERY_ROWS = 16000  # questions x results per call, at most
+
+
+@dataclass(frozen=True)
+class ChunkMatch:
+    chunk_id: str
+    paper_id: str
+    text: str
+    similarity: float
+
+
+
+class ChromaReader(ChromaConnection):
+    """Reads of the store: counts, pages of records, records by id, and nearest-neighbour queries."""
+
+    def counts(self) -> tuple[int, int]:
+        """(papers, chunks)."""
+        if not self._open(create=False):
+            return 0, 0
+        return self._call("count papers", self._papers.count), self._call("count chunks", self._chunks.count)
+
+    def paper_hashes(self) -> dict[str, tuple[str, str]]:
+        """paper_id -> (content_hash, source) for every paper in the index."""
+        out: dict[str, tuple[str, str]] = {}
+        if not self._open(create=False):
+            return out
+        for ids, _docs, metas in self._pages(self._papers, include=["metadatas"]):
+            for paper_id, meta in zip(ids, metas, strict=True):
+                out[paper_id] = (str(meta.get("content_hash", "")), str(meta.get("source", "")))
+        return out
+
+    def iter_chunks(self) -> Iterator[tuple[str, str, str]]:
+        """(chunk_id, paper_id, text) for every chunk, in pages."""
+        if not self._open(create=False):
+            return
+        for ids, docs, metas in self._pages(self._chunks, include=["documents", "metadatas"]):
+            for chunk_id, doc, meta in zip(ids, docs, metas, strict=True):
+                yield chunk_id, str(meta["paper_id"]), doc or ""
+
+    def iter_papers(self) -> Iterator[Paper]:
+        if not self._open(create=False):
+            return
+        for _ids, docs, metas in self._pages(self._papers, include=["documents", "metadatas"]):
+            for doc, meta in zip(docs, metas, strict=True):
+                yield paper_from_record(doc, meta)
+
+    def iter_vectors(self, which: str) -> Iterator[tuple[list[str], np.ndarray, list[dict]]]:
+        """Pages of (ids, vectors, metadatas) of the ``"chunks"`` or ``"papers"`` collection."""
+        if not self._open(create=False):
+            return
+        collection = self._chunks if which == "chunks" else self._papers
+        include = ["embeddings"] if which == "chunks" else ["embeddings", "metadatas"]
+        for page in self._raw_pages(collection, include):
+            metas = page.get("metadatas") or [{}] * len(page["ids"])
+            yield page["ids"], np.asarray(page["embeddings"], dtype=np.float32), [m or {} for m in metas]
+
+    def _pages(self, collection, include: list[str]):
+        for page in self._raw_pages(collection, include):
+            ids = page["ids"]
+            yield ids, page.get("documents") or [None] * len(ids), page.get("metadatas") or [{}] * len(ids)
+
+    def _raw_pages(self, collection, include: list[str]):
+        """``collection.get`` page by page, ``_PAGE`` records at a time."""
+        offset = 0
+        while True:
+            page = self._call("read the index", collection.get, limit=_PAGE, offset=offset, include=include)
+            if not page["ids"]:
+                return
+            yield page
+            if len(page["ids"]) < _PAGE:
+                return
+            offset += len(page["ids"])
+
+    def _by_ids(self, which: str, ids: Sequence[str], include: list[str], doing: str):
+        """Pages of ``collection.get(ids=...)`` for these ids (duplicates dropped), a few thousand per read."""
+        unique = list(dict.fromkeys(ids))
+        if not unique or not self._open(create=False):
+            return
+        collection = self._chunks if which == "chunks" else self._papers
+        for start in range(0, len(unique), _PAGE):
+            yield self._call(doing, collection.get, ids=unique[start : start + _PAGE], include=include)
+
+    def get_papers(self, paper_ids: Sequence[str]) -> dict[str, Paper]:
+        return {
+            pid: paper_from_record(doc, meta)
+            for page in self._by_ids("papers", paper_ids, ["documents", "metadatas"], "read papers")
+            for pid, doc, meta in zip(page["ids"], page["documents"], page["metadatas"], strict=True)
+        }
+
+    def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        """chunk_id -> text for the chunks that exist."""
+        return {
+            cid: doc or ""
+            for page in self._by_ids("chunks", chunk_ids, ["documents"], "read chunks")
+            for cid, doc in zip(page["ids"], page["documents"], strict=True)
+        }
+
+    def query_chunks(self, vector: np.ndarray, n: int) -> list[ChunkMatch]:
+        if not self._open(create=False):
+            return []
+        result = self._call(
+            "search the index",
+            self._chunks.query,
+            query_embeddings=vector.reshape(1, -1).astype(np.float32),
+            n_results=max(1, n),
+            include=["distances", "documents", "metadatas"],
+        )
+        return [
+            ChunkMatch(cid, str(meta["paper_id"]), doc or "", 1.0 - float(dist))
+            for cid, doc, meta, dist in zip(
+                result["ids"][0], result["documents"][0], result["metadatas"][0], result["distances"][0], strict=True
+            )
+        ]
+
+    def query_chunks_many(self, vectors: np.ndarray, n: int) -> list[list[tuple[str, str, float]]]:
+        """For each row of ``vectors``, its ``n`` nearest chunks as (chunk_id, paper_id, similarity).
+
+        One call per few hundred questions, and no chunk texts: a search reads the texts of the few
+        chunks it shows afterwards (``chunk_texts``), which is most of what a query costs otherwise.
+        """
+        # Chunk ids are "<paper_id>::<n>" (Chunk.chunk_id): reading metadata just for the paper id costs time.
+        rows_per_question = self._query_many("chunks", vectors, n)
+        return [[(cid, cid.rsplit("::", 1)[0], sim) for cid, sim in rows] for rows in rows_per_question]
+
+    def query_papers_many(self, vectors: np.ndarray, n: int) -> list[dict[str, float]]:
+        """For each row of ``vectors``: paper_id -> cosine to the paper's (unit) profile vector, top ``n``.
+        No metadata: reading it costs more than the query (store.vectors keeps what scoring needs)."""
+        return [dict(rows) for rows in self._query_many("papers", vectors, n)]
+
+    def paper_profiles(self, paper_ids: Sequence[str]) -> dict[str, tuple[np.ndarray, dict]]:
+        """paper_id -> (stored unit profile vector, metadata) for the papers that exist."""
+        return {
+            pid: (np.asarray(vector, dtype=np.float32), meta or {})
+            for page in self._by_ids("papers", paper_ids, ["embeddings", "metadatas"], "read papers")
+            for pid, vector, meta in zip(page["ids"], page["embeddings"], page["metadatas"], strict=True)
+        }
+
+    def chunk_vectors(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """chunk_id -> stored vector, read by id (a ``where`` filter on paper ids scans the collection)."""
+        return {
+            cid: np.asarray(vector, dtype=np.float32)
+            for page in self._by_ids("chunks", chunk_ids, ["embeddings"], "read chunks")
+            for cid, vector in zip(page["ids"], page["embeddings"], strict=True)
+        }
+
+    def _query_many(self, which: str, vectors: np.ndarray, n: int) -> list[list[tuple[str, float]]]:
+        """(id, cosine similarity) of the ``n`` nearest records, for each row of ``vectors``."""
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+        if not len(vectors) or not self._open(create=False):
+            return [[] for _ in range(len(vectors))]
+        collection = self._chunks if which == "chunks" else self._papers
+        out = []
+        # Chroma reads a call's results with one SQL statement: questions x results must stay under
+        # SQLite's 32,766 variables ("too many SQL variables" otherwise).
+        step = max(1, min(_QUERY_BATCH, _QUERY_ROWS // max(1, n)))
+        for start in range(0, len(vectors), step):
+            result = self._call(
+                "search the index", collection.query, query_embeddings=vectors[start : start + step],
+                n_results=max(1, n), include=["distances"],
+            )
+            for ids, distances in zip(result["ids"], result["distances"], strict=True):
+                out.append([(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)])
+        return out
+
+    def query_papers(self, vector: np.ndarray, n: int) -> dict[str, float]:
+        """paper_id -> cosine similarity of the question to the paper's stored (profile) vector."""
+        if not self._open(create=False):
+            return {}
+        result = self._call(
+            "search the index",
+            self._papers.query,
+            query_embeddings=vector.reshape(1, -1).astype(np.float32),
+            n_results=max(1, n),
+            include=["distances"],
+        )
+        return {pid: 1.0 - float(d) for pid, d in zip(result["ids"][0], result["distances"][0], strict=True)}
+
