@@ -6,10 +6,12 @@ and the short wording helpers every reader shares (one-line text, type names, OS
 from __future__ import annotations
 
 import errno
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rag.text import one_line
 from rag.types import Paper
 
 
@@ -57,7 +59,8 @@ class FileLoad:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(str(text).split()) or repr(text)
+    # Blank text is shown quoted, so a problem never names an invisible value.
+    return one_line(text, limit=sys.maxsize) or repr(text)
 
 
 def short(text: str, limit: int) -> str:
