@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rag.answers.prompts import NOT_COVERED
 from rag.corpus.chunking import split_sentences
 from rag.corpus.titles import is_generic, looks_coined
 from rag.embedding.models import Embedder
@@ -137,13 +136,6 @@ class ExtractiveAnswerer:
         self.analyze = Analyzer(LexicalParams())
         self.idf = idf or (lambda _term: 1.0)
         self.question_words = frozenset(self.analyze.plain(_QUESTION_WORDS))
-
-    def answer(self, question: str, hits: Sequence[Hit]) -> tuple[str, bool]:
-        """(answer text citing [n] = hits[n-1], refused)."""
-        plan = self.plan(question, hits)
-        if plan.refused:
-            return NOT_COVERED, True
-        return self.write(plan, hits), False
 
     def plan(self, question: str, hits: Sequence[Hit]) -> AnswerPlan:
         """Which papers answer ``question`` and with which sentences, or why none does (see the module docstring)."""
