@@ -26,6 +26,7 @@ import numpy as np
 
 from rag.answers.citations import Claim, ClaimCheck, split_claims, strip_markers
 from rag.answers.evidence import WEAK_BELOW, evidence_spans, unit_rows
+from rag.answers.extractive import mentions_title
 from rag.answers.prompts import says_not_covered
 from rag.corpus.titles import is_generic, looks_coined
 from rag.embedding.models import Embedder
@@ -141,7 +142,7 @@ class Attributor:
                 similarities = vectors @ claim_vectors[index]
                 top = int(np.argmax(similarities))
                 support = float(np.clip(similarities[top], 0.0, 1.0))
-                if _names(claim.text, paper.title):
+                if mentions_title(claim.text, paper.title):  # the claim names the paper
                     support = min(1.0, support + self.params.name_bonus)
                 best[number] = (support if share >= self.params.min_term_share else 0.0, *spans[top])
                 nearest[number] = (support, *spans[top])
@@ -221,14 +222,6 @@ def invented_terms(claim: str, known: str) -> tuple[str, ...]:
         if not _contains(known, lowered) and not _contains(known, lowered.rstrip("s")):
             found.append(token)
     return tuple(dict.fromkeys(found))
-
-
-def _names(claim: str, title: str) -> bool:
-    """Does the claim name the paper by its short title (a coined name such as FedSSM)?"""
-    title = title.strip()
-    if not title or len(title.split()) > 2:
-        return False
-    return re.search(r"(?<![\w-])" + re.escape(title) + r"(?![\w-])", claim, re.IGNORECASE) is not None
 
 
 def _is_name(token: str) -> bool:

@@ -116,10 +116,15 @@ def question_parts(question: str) -> list[str]:
 
 def names_paper(question: str, hit: Hit) -> bool:
     """Does the question name the paper (its coined title, e.g. "FedSSM"), not just describe it?"""
-    title = hit.title.strip()
+    return mentions_title(question, hit.title)
+
+
+def mentions_title(text: str, title: str) -> bool:
+    """Does ``text`` use a short title (one or two words, e.g. "FedSSM") as a whole word, in any case?"""
+    title = title.strip()
     if not title or len(title.split()) > 2:
         return False
-    return re.search(r"(?<![\w-])" + re.escape(title) + r"(?![\w-])", question, re.IGNORECASE) is not None
+    return re.search(r"(?<![\w-])" + re.escape(title) + r"(?![\w-])", text, re.IGNORECASE) is not None
 
 
 class ExtractiveAnswerer:
