@@ -24,15 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag.answers.citations import (
-    WEAK_BELOW,
-    Claim,
-    ClaimCheck,
-    evidence_spans,
-    find_markers,
-    split_claims,
-    strip_markers,
-)
+from rag.answers.citations import Claim, ClaimCheck, split_claims, strip_markers
+from rag.answers.evidence import WEAK_BELOW, evidence_spans, unit_rows
+from rag.answers.extractive import mentions_title
 from rag.answers.prompts import says_not_covered
 from rag.corpus.titles import is_generic, looks_coined
 from rag.embedding.models import Embedder
@@ -89,7 +83,7 @@ class Attributor:
         if missing:
             spans = {p.paper_id: evidence_spans(p.abstract) for p in missing}
             texts = [p.abstract[s:e] for p in missing for s, e in spans[p.paper_id]]
-            vectors = _unit(self.embedder.embed(texts)) if texts else np.zeros((0, 1), dtype=np.float32)
+            vectors = unit_rows(self.embedder.embed(texts)) if texts else np.zeros((0, 1), dtype=np.float32)
             row = 0
             for p in missing:
                 n = len(spans[p.paper_id])
@@ -124,12 +118,12 @@ class Attributor:
         if unfinished and claims and checked and checked[-1] is claims[-1]:
             checked.pop()
         if not checked or not sources:
-            verdicts = [_verdict(c, (), None, False, ()) for c in checked]
+            verdicts = [_unchecked(c) for c in checked]
             return Attribution(text if not checked else _rewrite(text, claims, {}, drop_unsupported), verdicts, [])
         numbers = sorted(sources)
         papers = [sources[n] for n in numbers]
         evidence = self._evidence_for(papers)
-        claim_vectors = _unit(self.embedder.embed([c.text for c in checked]))
+        claim_vectors = unit_rows(self.embedder.embed([c.text for c in checked]))
         known = _known_text([p.abstract for p in papers] + [p.title for p in papers] + [question])
         paper_terms = [set(self.analyze(f"{p.title} {p.abstract}")) for p in papers]
 
@@ -148,7 +142,7 @@ class Attributor:
                 similarities = vectors @ claim_vectors[index]
                 top = int(np.argmax(similarities))
                 support = float(np.clip(similarities[top], 0.0, 1.0))
-                if _names(claim.text, paper.title):
+                if mentions_title(claim.text, paper.title):  # the claim names the paper
                     support = min(1.0, support + self.params.name_bonus)
                 best[number] = (support if share >= self.params.min_term_share else 0.0, *spans[top])
                 nearest[number] = (support, *spans[top])
@@ -198,9 +192,10 @@ class Attributor:
         return (), bool(claim.markers)
 
 
-def _verdict(claim: Claim, markers, paper, supported: bool, invented) -> ClaimVerdict:
-    return ClaimVerdict(text=claim.text, cited=claim.markers, markers=tuple(markers), paper_id="", title="",
-                        evidence="", support=0.0, supported=supported, recited=False, invented=tuple(invented))
+def _unchecked(claim: Claim) -> ClaimVerdict:
+    """The verdict on a claim there is no source to check against: unsupported, no marker kept."""
+    return ClaimVerdict(text=claim.text, cited=claim.markers, markers=(), paper_id="", title="",
+                        evidence="", support=0.0, supported=False, recited=False, invented=())
 
 
 # --- names and figures ------------------------------------------------------------------------------------------
@@ -229,14 +224,6 @@ def invented_terms(claim: str, known: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def _names(claim: str, title: str) -> bool:
-    """Does the claim name the paper by its short title (a coined name such as FedSSM)?"""
-    title = title.strip()
-    if not title or len(title.split()) > 2:
-        return False
-    return re.search(r"(?<![\w-])" + re.escape(title) + r"(?![\w-])", claim, re.IGNORECASE) is not None
-
-
 def _is_name(token: str) -> bool:
     if is_generic(token):
         return False
@@ -247,12 +234,6 @@ def _is_name(token: str) -> bool:
 
 def _contains(known: str, term: str) -> bool:
     return re.search(r"(?<![\w])" + re.escape(term) + r"(?![\w])", known) is not None
-
-
-def _unit(vectors: np.ndarray) -> np.ndarray:
-    vectors = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms > 0, norms, 1.0)
 
 
 # --- rewriting ----------------------------------------------------------------------------------------------------
@@ -328,8 +309,3 @@ _STRUCK = re.compile(r"~~.*?~~")
 def shown_text(answer: str) -> str:
     """What an answer states as fact: its text without the claims struck through as unsupported."""
     return _STRUCK.sub(" ", answer)
-
-
-def markers_in(text: str) -> list[int]:
-    """Every source number cited in ``text``, in order of first appearance."""
-    return list(dict.fromkeys(n for marker in find_markers(text) for n in marker.numbers))

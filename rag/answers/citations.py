@@ -4,15 +4,10 @@ An answer cites its sources with numbered markers, ``[1]``, ``[1, 3]``, ``[1-3]`
 
 1. finds the markers (``find_markers``) and removes those that point at no source (``clean_markers``),
 2. splits the answer into claims, each with the markers it carries (``split_claims``),
-3. compares every (claim, cited source) pair with the sentences of that source's abstract
-   (``check_claims``): the most similar sentence (or pair of adjacent sentences) is the evidence, a
-   verbatim slice of the abstract with its offsets, and its similarity is the support,
+3. records how well a source supports a claim (``ClaimCheck``: the evidence, a verbatim slice of the
+   abstract with its offsets, and its similarity to the claim; rag.answers.evidence finds them),
 4. folds the checks into one ``Citation`` per marker (``citations_from_checks``) and gives the spans
    of an abstract to highlight (``highlight_spans``).
-
-A support below ``WEAK_BELOW`` marks a claim as weakly supported. The default was calibrated on
-all-MiniLM-L6-v2 with paraphrased supported claims and off-topic claims about bundled abstracts: see
-``test_calibrated_threshold_separates_supported_from_unsupported`` in tests/rag/test_citations.py.
 """
 
 from __future__ import annotations
@@ -21,14 +16,9 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from rag.corpus.chunking import split_sentences
-from rag.embedding.models import Embedder
 from rag.types import Citation, Paper
 
-# Supports below this are weak. Calibrated with all-MiniLM-L6-v2 (see the module docstring).
-WEAK_BELOW = 0.45
 # A range marker never expands to more numbers than this: "[1-100000]" is a typo, not 100000 sources.
 MAX_RANGE = 50
 
@@ -287,7 +277,7 @@ def _block_claims(block: str, offset: int) -> list[tuple[str, list[int], tuple[i
     ]
 
 
-# --- checking claims against abstracts -----------------------------------------------------------------------------
+# --- how well a source supports a claim ----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -306,60 +296,6 @@ class ClaimCheck:
     evidence_end: int
     support: float
     weak: bool
-
-
-def evidence_spans(abstract: str) -> list[tuple[int, int]]:
-    """Candidate evidence: each sentence of ``abstract`` and each pair of adjacent sentences."""
-    sentences = split_sentences(abstract)
-    pairs = [(a[0], b[1]) for a, b in zip(sentences, sentences[1:], strict=False)]
-    return sentences + pairs
-
-
-def check_claims(
-    claims: list[Claim], sources: dict[int, Paper], embedder: Embedder, *, weak_below: float = WEAK_BELOW
-) -> list[ClaimCheck]:
-    """Check every (claim, cited source) pair whose marker is in ``sources``, in claim then marker order.
-
-    Uses at most two ``embed`` calls: one for the claims, one for the candidate evidence of every cited
-    abstract (each abstract once, however many claims cite it).
-    """
-    pairs = [(claim, n) for claim in claims for n in dict.fromkeys(claim.markers) if n in sources]
-    if not pairs:
-        return []
-    claim_texts = list(dict.fromkeys(claim.text for claim, _ in pairs))
-    papers = {sources[n].paper_id: sources[n] for _, n in pairs}
-    spans = {paper_id: evidence_spans(paper.abstract) for paper_id, paper in papers.items()}
-    candidates = [paper.abstract[s:e] for paper_id, paper in papers.items() for s, e in spans[paper_id]]
-
-    claim_vectors = _unit(embedder.embed(claim_texts))
-    claim_row = {text: row for row, text in enumerate(claim_texts)}
-    sentence_vectors = _unit(embedder.embed(candidates)) if candidates else np.zeros((0, claim_vectors.shape[1]))
-    rows: dict[str, np.ndarray] = {}
-    first = 0
-    for paper_id in papers:
-        rows[paper_id] = sentence_vectors[first : first + len(spans[paper_id])]
-        first += len(spans[paper_id])
-
-    checks = []
-    for claim, number in pairs:
-        paper = sources[number]
-        evidence, start, end, support = "", 0, 0, 0.0
-        if len(spans[paper.paper_id]):
-            similarities = rows[paper.paper_id] @ claim_vectors[claim_row[claim.text]]
-            best = int(np.argmax(similarities))
-            start, end = spans[paper.paper_id][best]
-            evidence = paper.abstract[start:end]
-            support = float(np.clip(similarities[best], 0.0, 1.0))
-        checks.append(
-            ClaimCheck(claim.text, number, paper.paper_id, evidence, start, end, support, support < weak_below)
-        )
-    return checks
-
-
-def _unit(vectors: np.ndarray) -> np.ndarray:
-    vectors = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms > 0, norms, 1.0)
 
 
 def citations_from_checks(checks: list[ClaimCheck], sources: dict[int, Paper]) -> list[Citation]:

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rag.answers.prompts import NOT_COVERED
 from rag.corpus.chunking import split_sentences
 from rag.corpus.titles import is_generic, looks_coined
 from rag.embedding.models import Embedder
@@ -117,10 +116,15 @@ def question_parts(question: str) -> list[str]:
 
 def names_paper(question: str, hit: Hit) -> bool:
     """Does the question name the paper (its coined title, e.g. "FedSSM"), not just describe it?"""
-    title = hit.title.strip()
+    return mentions_title(question, hit.title)
+
+
+def mentions_title(text: str, title: str) -> bool:
+    """Does ``text`` use a short title (one or two words, e.g. "FedSSM") as a whole word, in any case?"""
+    title = title.strip()
     if not title or len(title.split()) > 2:
         return False
-    return re.search(r"(?<![\w-])" + re.escape(title) + r"(?![\w-])", question, re.IGNORECASE) is not None
+    return re.search(r"(?<![\w-])" + re.escape(title) + r"(?![\w-])", text, re.IGNORECASE) is not None
 
 
 class ExtractiveAnswerer:
@@ -137,13 +141,6 @@ class ExtractiveAnswerer:
         self.analyze = Analyzer(LexicalParams())
         self.idf = idf or (lambda _term: 1.0)
         self.question_words = frozenset(self.analyze.plain(_QUESTION_WORDS))
-
-    def answer(self, question: str, hits: Sequence[Hit]) -> tuple[str, bool]:
-        """(answer text citing [n] = hits[n-1], refused)."""
-        plan = self.plan(question, hits)
-        if plan.refused:
-            return NOT_COVERED, True
-        return self.write(plan, hits), False
 
     def plan(self, question: str, hits: Sequence[Hit]) -> AnswerPlan:
         """Which papers answer ``question`` and with which sentences, or why none does (see the module docstring)."""

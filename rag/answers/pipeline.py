@@ -1,8 +1,9 @@
 """The answer pipeline: question (+ conversation) -> search -> prompt -> streamed answer -> checked citations.
 
-It receives its parts (a Retriever, an Embedder for citation checks, a ChatModel or None for
-extractive answers) and builds none of them. ``stream`` yields events as they happen so a terminal or
-the UI can show the answer while it is written; ``answer`` is the same, collected.
+It receives its parts (a ``Retriever``, an ``Embedder`` for citation checks, a ``ChatModel`` or None for
+extractive answers) and builds none of them: each is a protocol (rag/retrieval/retriever.py,
+rag/embedding/models.py, rag/llm/client.py), so tests pass in-process fakes. ``stream`` yields events as
+they happen so a terminal or the UI can show the answer while it is written; ``answer`` is the same, collected.
 """
 
 from __future__ import annotations
@@ -10,32 +11,21 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from rag.answers.attribution import Attributor
 from rag.answers.citations import ClaimCheck, citations_from_checks, clean_markers, split_claims
 from rag.answers.extractive import AnswerPlan, ExtractiveAnswerer, is_multi_paper_question, names_paper
-from rag.answers.prompts import NOT_COVERED, build_prompt, condense_messages, says_not_covered, small_model_messages
+from rag.answers.follow_up import FollowUp, resolve_follow_up
+from rag.answers.prompts import NOT_COVERED, build_prompt, says_not_covered, small_model_messages
 from rag.embedding.models import Embedder
-from rag.errors import LLMError, LLMInterrupted
+from rag.errors import LLMInterrupted
 from rag.llm.client import ChatModel
-from rag.retrieval.hybrid import HybridRetriever, validate_question
+from rag.retrieval.retriever import Retriever, validate_question
 from rag.types import Answer, Citation, Hit, Paper
 
-_ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4,
-             "fifth": 5, "5th": 5}
-_ORDINAL_REF = re.compile(
-    r"\b(first|1st|second|2nd|third|3rd|fourth|4th|fifth|5th|last)\s+(?:one|paper|source|result|work|method|"
-    r"approach|abstract)\b|\b(?:paper|source|result)\s*#?\s*(\d)\b|\[(\d)\]",
-    re.IGNORECASE,
-)
 # What a citation marker can start with: "[" then digits, commas, semicolons, dashes and spaces, no "]" yet.
 _MARKER_START = re.compile(r"\[(?:[0-9,;\-\u2010-\u2014\u2212]|[^\S\n])*\Z")
-_ANAPHORA = re.compile(
-    r"\b(they|them|their|it|its|this|that|these|those|the (?:paper|method|authors?|approach|model|work)s?|"
-    r"the same|both|each|above)\b",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True)
@@ -65,6 +55,9 @@ class PipelineConfig:
     max_tokens: int = 512
     temperature: float = 0.1
     min_relevance: float = 0.32
+    # How far below min_relevance the top paper may be when its abstract has most of the question's topic
+    # words (words_relevance): a little less similar in meaning, but about the same things.
+    relevance_margin: float = 0.07
     words_relevance: float = 0.6  # share of the question's topic words in the top abstract that makes up for it
     small_model: bool = False
     # How the embedded tiny model answers: "lead" (cited evidence with a checked one-sentence lead written by
@@ -72,12 +65,6 @@ class PipelineConfig:
     small_model_design: str = "lead"
     multi_candidates: int = 10  # how deep "which papers ..." questions look for papers that qualify
     small_model_max_tokens: int = 96  # one or two sentences: a tiny model rambles, and every token costs time
-
-
-@dataclass
-class FollowUp:
-    query: str
-    pinned: list[str] = field(default_factory=list)  # paper_ids the question refers to explicitly
 
 
 def _normalised(text: str) -> str:
@@ -145,7 +132,7 @@ _MARKER_CHARS = re.compile(r"(?:[0-9,;\-\u2010-\u2014\u2212]|[^\S\n])*")
 class AnswerPipeline:
     def __init__(
         self,
-        retriever: HybridRetriever,
+        retriever: Retriever,
         embedder: Embedder,
         chat_model: ChatModel | None,
         *,
@@ -156,7 +143,7 @@ class AnswerPipeline:
         self.embedder = embedder
         self.chat_model = chat_model
         self.config = config or PipelineConfig()
-        self.extractive = extractive or ExtractiveAnswerer(embedder, idf=retriever.lexical.idf)
+        self.extractive = extractive or ExtractiveAnswerer(embedder, idf=retriever.idf)
         self.attributor = Attributor(embedder)
 
     @property
@@ -167,50 +154,7 @@ class AnswerPipeline:
 
     def follow_up(self, question: str, history: Sequence[dict]) -> FollowUp:
         """The standalone search query for a question in a conversation, and the papers it points at."""
-        if not history:
-            return FollowUp(question)
-        previous = self._previous_papers(history)
-        pinned: list[str] = []
-        for match in _ORDINAL_REF.finditer(question):
-            word, number, bracket = match.groups()
-            if word:
-                index = len(previous) if word.lower() == "last" else _ORDINALS[word.lower()]
-            else:
-                index = int(number or bracket)
-            if 1 <= index <= len(previous) and previous[index - 1].paper_id not in pinned:
-                pinned.append(previous[index - 1].paper_id)
-        refers_back = bool(pinned) or bool(_ANAPHORA.search(question)) or len(question.split()) <= 6
-        if not refers_back:
-            return FollowUp(question)
-        if self.chat_model is not None:
-            try:
-                rewritten = self._condense_with_llm(question, history)
-                if rewritten:
-                    return FollowUp(rewritten, pinned)
-            except LLMError:
-                pass  # the deterministic rewrite below still gives a usable query
-        titles = [p.title for p in previous if p.paper_id in pinned] or [p.title for p in previous[:2]]
-        last_user = next((m.get("content", "") for m in reversed(history) if m.get("role") == "user"), "")
-        context = " ".join(titles) if titles else last_user
-        return FollowUp(f"{question} {context}".strip(), pinned)
-
-    def _previous_papers(self, history: Sequence[dict]) -> list[Hit]:
-        """Papers the last answer cited, in order: from its recorded ids, else by titles found in its text."""
-        for message in reversed(history):
-            if message.get("role") != "assistant":
-                continue
-            ids = list(message.get("papers") or [])
-            if not ids:
-                ids = self.retriever.titles_in(message.get("content", ""))
-            return self.retriever.hits_for(ids)
-        return []
-
-    def _condense_with_llm(self, question: str, history: Sequence[dict]) -> str:
-        parts = []
-        for delta in self.chat_model.stream(condense_messages(question, history), max_tokens=64, temperature=0.0):
-            parts.append(delta.content)
-        text = " ".join("".join(parts).split()).strip().strip('"')
-        return text if 3 <= len(text) <= 500 else ""
+        return resolve_follow_up(question, history, self.retriever, self.chat_model)
 
     # --- answering -----------------------------------------------------------------------------
 
@@ -315,7 +259,8 @@ class AnswerPipeline:
         written, interrupted = yield from self._written(messages, len(hits), answer, show=False,
                                                         max_tokens=self.config.small_model_max_tokens)
         if design == "lead":
-            written = split_claims(written)[0].text if split_claims(written) else ""
+            claims = split_claims(written)
+            written = claims[0].text if claims else ""
         checked = self.attributor.attribute(written, self._numbered(hits), question=question, drop_unsupported=True)
         kept = [c for c in checked.claims if c.supported]
         if design == "lead":
@@ -336,7 +281,7 @@ class AnswerPipeline:
         if best >= self.config.min_relevance:
             return True
         # A little less similar in meaning, but the top abstract has most of the question's words: still close.
-        return (best >= self.config.min_relevance - 0.07
+        return (best >= self.config.min_relevance - self.config.relevance_margin
                 and self.extractive.coverage(question, hits[0]) >= self.config.words_relevance)
 
     def _numbered(self, numbered: Sequence[Hit]) -> dict[int, Paper]:

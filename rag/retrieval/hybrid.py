@@ -1,23 +1,20 @@
 """Hybrid retrieval: dense (Chroma) plus lexical (BM25), fused and grouped by paper.
 
-How a question is scored, and why:
+How a question is scored, and why (the measurements behind each choice: bench/results/tuning.md,
+"Retrieval/answers"):
 
 1. Candidates: the papers of the nearest chunks, the papers with the nearest profile vectors, and the
    BM25 hits of both lexical indexes (``candidates`` from each). Nearest neighbours come from a brute
    force over the vector table (store/vectors.py) up to ``exact_search_max_chunks``, from Chroma's HNSW
-   above. Every candidate then gets its *exact* dense score from the vector table; giving the papers
-   that one search missed a floor value instead cost 0.018 nDCG@10 on SciFact test (0.7242 vs 0.7425).
+   above. Every candidate then gets its *exact* dense score from the vector table: a floor value for the
+   papers one search missed ranked worse.
 2. Dense: ``chunk_weight * best chunk similarity + q . profile``; the profile (rag/ingest.py) mixes the
    chunks' centroid, the whole text's vector and the title's vector, and a titled paper's chunks are
    embedded with their title. Untitled abstracts keep half best chunk, half centroid.
-3. Lexical: BM25 (k1 0.9, b 0.5) over chunks with the title prepended, best chunk per paper, mixed half
-   and half with BM25 over whole papers (title and abstract).
+3. Lexical: BM25 over chunks with the title prepended, best chunk per paper, mixed half and half with
+   BM25 over whole papers (title and abstract).
 4. Each signal is min-max normalised over the candidates and the two are mixed with ``dense_weight``.
-   Score fusion beats rank fusion (RRF 0.711 on SciFact test): ranks throw away how far ahead the leader
-   is. Tuned on SciFact's train queries, reported on test; alternatives that did not earn their place:
-   pseudo-relevance feedback of the query vector (-0.002 to -0.006 train), RM3-style BM25 expansion
-   (-0.03), z-score normalisation (-0.002 to -0.007), per-signal normalisation (-0.002). 128-piece chunks
-   helped SciFact in simulation but cost the bundled ICML dev set recall@1 (1.000 -> 0.967).
+   Score fusion beats rank fusion: ranks throw away how far ahead the leader is.
 5. A paper whose title (for untitled abstracts: the method name it introduces) appears verbatim in
    the question gets a bonus: "what did the MA-RAG authors evaluate on?" is about MA-RAG.
 """
@@ -28,20 +25,15 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 
 from rag.embedding.models import Embedder
-from rag.errors import QueryError
+from rag.retrieval.retriever import validate_question
 from rag.types import Hit
 from store.bm25 import LexicalIndex, paper_max, rows_with_titles
 from store.chroma import ChromaStore
 from store.vectors import VectorTable
-
-
-class Retriever(Protocol):
-    def search(self, question: str, k: int | None = None) -> list[Hit]: ...
 
 
 @dataclass(frozen=True)
@@ -51,17 +43,6 @@ class FusionParams:
     title_bonus: float = 0.3
     candidates: int = 100
     exact_search_max_chunks: int = 250_000  # up to this size, nearest neighbours by brute force (exact)
-
-
-def validate_question(question: str, max_chars: int) -> str:
-    if not isinstance(question, str) or not question.strip():
-        raise QueryError("the question is empty: type a question about the papers")
-    if len(question) > max_chars:
-        raise QueryError(
-            f"the question is {len(question):,} characters long; the limit is {max_chars:,}: shorten it "
-            "(or raise PAPERCHAT_MAX_QUESTION_CHARS)"
-        )
-    return " ".join(question.split())
 
 
 def _normalise(values: dict[str, float], floor: float | None = None) -> dict[str, float]:
@@ -87,7 +68,7 @@ def _name_pattern(title: str) -> re.Pattern[str] | None:
 
 
 class HybridRetriever:
-    """Implements ``Retriever`` over a ``ChromaStore``, an ``Embedder`` and a ``LexicalIndex``."""
+    """Implements ``Retriever`` (rag/retrieval/retriever.py) over a ``ChromaStore``, an ``Embedder`` and BM25."""
 
     def __init__(
         self,
@@ -285,3 +266,7 @@ class HybridRetriever:
         self.refresh()
         found = [(m.start(), pid) for pid, pattern in self._name_patterns if (m := pattern.search(text))]
         return [pid for _, pid in sorted(found)]
+
+    def idf(self, term: str) -> float:
+        """BM25's inverse document frequency of an analysed term over the chunks (unknown terms: the largest)."""
+        return self.lexical.idf(term)

@@ -18,14 +18,15 @@ import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from rag.answers.citations import check_claims, clean_markers, find_markers, highlight_spans, split_claims
+from rag.answers.citations import clean_markers, find_markers, highlight_spans, split_claims
+from rag.answers.evidence import check_claims
 from rag.answers.pipeline import AnswerPipeline, MarkerFilter
 from rag.errors import LLMError
 from rag.llm.client import OpenAIChatModel
 from rag.llm.replies import Delta
 from rag.llm.sse import SSEParser
 from rag.types import Paper
-from tests.conftest import FakeEmbedder
+from tests.conftest import FakeChatModel, FakeEmbedder
 
 MESSAGES = [{"role": "user", "content": "What is new?"}]
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -228,24 +229,12 @@ def test_checking_any_claims_against_any_abstracts_never_raises(answer, abstract
             assert 0 <= start < end <= len(paper.abstract)
 
 
-class ScriptedModel:
-    """A ChatModel that writes ``text`` in the given pieces."""
-
-    label = "scripted"
-
-    def __init__(self, text: str, pieces: list[int]) -> None:
-        self.text, self.pieces = text, pieces
-
-    def stream(self, messages, *, max_tokens=None, temperature=None):
-        for piece in split_at(self.text, self.pieces):
-            yield Delta(content=piece)
-
-
 @settings(SETTINGS, max_examples=60,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(any_text, cuts)
-def test_the_pipeline_turns_any_model_output_into_a_consistent_answer(fake_index, text, pieces):
-    pipeline = AnswerPipeline(fake_index, fake_index.embedder, ScriptedModel(text, pieces))
+def test_the_pipeline_turns_any_model_output_into_a_consistent_answer(fake_retriever, text, pieces):
+    model = FakeChatModel(split_at(text, pieces))  # the model writes ``text`` in these pieces
+    pipeline = AnswerPipeline(fake_retriever, fake_retriever.embedder, model)
     answer = pipeline.answer("state space models for choosing clients in federated learning", k=3)
     numbered = len(answer.sources) if not answer.refused else 0
     assert all(1 <= c.marker <= max(numbered, 3) for c in answer.citations)

@@ -5,27 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rag.answers.attribution import UNSUPPORTED_TAG, Attributor, invented_terms, shown_text
-from rag.types import Paper
+from tests.conftest import FEDSSM, NRDE
 
-FEDSSM = Paper(
-    "fedssm",
-    "FedSSM",
-    "Multimodal federated learning needs careful client selection. "
-    "We propose FedSSM, which predicts training dynamics with state space models. "
-    "The prediction error yields a surprise signal that sets participation budgets. "
-    "Experiments show accuracy gains and fewer communication rounds.",
-    "000.txt",
-    1,
-)
-NRDE = Paper(
-    "nrde",
-    "NRDE",
-    "Density-based anomaly detection degrades under noisy data. "
-    "NRDE learns a normalizing flow that separates pure data from noise sources. "
-    "It is compared with 17 baselines on 47 datasets.",
-    "002.txt",
-    3,
-)
 SOURCES = {1: FEDSSM, 2: NRDE}
 
 

@@ -9,19 +9,18 @@ from hypothesis import strategies as st
 
 from rag.answers.citations import (
     MARKER,
-    WEAK_BELOW,
     Claim,
     ClaimCheck,
-    check_claims,
     citations_from_checks,
     clean_markers,
     find_markers,
     highlight_spans,
     split_claims,
 )
+from rag.answers.evidence import WEAK_BELOW, check_claims
 from rag.corpus.chunking import split_sentences
 from rag.types import Paper
-from tests.conftest import BUNDLED_CORPUS
+from tests.conftest import BUNDLED_CORPUS, FEDSSM, NRDE
 
 # --- find_markers -----------------------------------------------------------------------------------------------------
 
@@ -215,25 +214,6 @@ def test_claims_are_frozen():
 
 # --- check_claims -----------------------------------------------------------------------------------------------------
 
-FEDSSM = Paper(
-    "fedssm",
-    "FedSSM",
-    "Multimodal federated learning needs careful client selection. "
-    "We propose FedSSM, which predicts training dynamics with state space models. "
-    "The prediction error yields a surprise signal that sets participation budgets. "
-    "Experiments show accuracy gains and fewer communication rounds.",
-    "000.txt",
-    1,
-)
-NRDE = Paper(
-    "nrde",
-    "NRDE",
-    "Density-based anomaly detection degrades under noisy data. "
-    "NRDE learns a normalizing flow that separates pure data from noise sources. "
-    "It is compared with 17 baselines on 47 datasets.",
-    "002.txt",
-    3,
-)
 SOURCES = {1: FEDSSM, 2: NRDE}
 
 

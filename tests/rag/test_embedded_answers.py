@@ -26,12 +26,13 @@ def llama_pids() -> set[int]:
     return {int(p) for p in out.split()}
 
 
-def test_embedded_server_streams_an_answer_through_the_pipeline(fake_index):
+def test_embedded_server_streams_an_answer_through_the_pipeline(fake_retriever):
+    """The real server and client; the sources come from the in-memory retriever (no index needed)."""
     before = llama_pids()
     with EmbeddedLLMServer(context_window=2048) as server:
         model = OpenAIChatModel(server.start(), model=server.model_name, label_prefix="llama.cpp", embedded=True,
                                 max_tokens=48)
-        pipeline = AnswerPipeline(fake_index, fake_index.embedder, model,
+        pipeline = AnswerPipeline(fake_retriever, fake_retriever.embedder, model,
                                   config=PipelineConfig(min_relevance=0.0, max_tokens=48, context_window=2048,
                                                         small_model=True))
         events = list(pipeline.stream("What does FedSSM predict to select clients?"))

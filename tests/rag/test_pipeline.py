@@ -1,4 +1,5 @@
-"""The answer pipeline against a real HTTP chat server (the scripted one) over a real (fake-embedded) index."""
+"""The answer pipeline over its seams: in-process fakes (tests/conftest.py) for its logic, and two tests
+against a real HTTP chat server (the scripted one) over a real (fake-embedded) Chroma index."""
 
 from __future__ import annotations
 
@@ -10,15 +11,25 @@ from rag.corpus.chunking import split_sentences
 from rag.errors import LLMAuthError
 from rag.llm.client import OpenAIChatModel
 from rag.types import Hit
+from tests.conftest import FakeChatModel
 
 QUESTION = "state space models for choosing clients in federated learning"
 # What the top source (FedSSM) says, so that attribution keeps the marker as written.
 SUPPORTED = "FedSSM predicts training dynamics through decision-aware state space models [1]."
 
 
-def make_pipeline(retriever, server=None, **config):
-    model = OpenAIChatModel(server.base_url, api_key="sk-test-SECRET-123", backoff=0.01) if server else None
-    return AnswerPipeline(retriever, retriever.embedder, model, config=PipelineConfig(min_relevance=0.0, **config))
+def make_pipeline(retriever, model=None, **config):
+    """A pipeline over ``retriever`` writing with ``model`` (None: extractive answers), relevance gate open."""
+    config = PipelineConfig(**{"min_relevance": 0.0, **config})
+    return AnswerPipeline(retriever, retriever.embedder, model, config=config)
+
+
+def http_pipeline(retriever, server, **config):
+    model = OpenAIChatModel(server.base_url, api_key="sk-test-SECRET-123", backoff=0.01)
+    return make_pipeline(retriever, model, **config)
+
+
+# --- the real thing: HTTP chat server, Chroma index -------------------------------------------------------------
 
 
 def test_invalid_marker_removed_and_sources_sent(fake_index, llm_server):
@@ -26,7 +37,7 @@ def test_invalid_marker_removed_and_sources_sent(fake_index, llm_server):
         "FedSSM predicts training dynamics through decision-aware state space models [1]. Quantum annealing [2] "
         "dominates protein folding leaderboards [99]."
     )
-    answer = make_pipeline(fake_index, llm_server).answer(QUESTION)
+    answer = http_pipeline(fake_index, llm_server).answer(QUESTION)
     assert "[99]" not in answer.answer and "99" not in answer.answer
     assert answer.invalid_markers == 1
     # The second claim is in no abstract: its marker goes, the claim is flagged.
@@ -42,69 +53,94 @@ def test_invalid_marker_removed_and_sources_sent(fake_index, llm_server):
     assert answer.citations[0].evidence in top.abstract
 
 
-def test_stream_yields_sources_then_text_then_final(fake_index, llm_server):
-    llm_server.reply = "FedSSM predicts training dynamics through decision-aware state space models [1]."
-    llm_server.chunk_size = 3
-    events = list(make_pipeline(fake_index, llm_server).stream(QUESTION))
-    assert isinstance(events[0], SourcesEvent) and isinstance(events[-1], FinalEvent)
-    text = "".join(e.content for e in events if isinstance(e, TextEvent))
-    assert text == llm_server.reply == events[-1].answer.answer
-
-
-def test_answer_without_citation_is_not_grounded(fake_index, llm_server):
-    llm_server.reply = "Something with no citation at all."
-    answer = make_pipeline(fake_index, llm_server).answer(QUESTION)
-    assert not answer.grounded and answer.citations == [] and answer.sources
-
-
-def test_model_says_not_covered_lists_nearest(fake_index, llm_server):
-    llm_server.reply = "The abstracts do not answer this."
-    answer = make_pipeline(fake_index, llm_server).answer(QUESTION)
-    assert answer.refused and "nearest papers" in answer.answer.lower()
-
-
-def test_detail_the_named_abstract_does_not_state_is_declined_citing_the_paper(fake_index, llm_server):
-    answer = make_pipeline(fake_index, llm_server).answer("What GPU did the FedSSM authors use?")
-    assert answer.refused and answer.not_stated and not llm_server.chat_requests
-    assert answer.answer.startswith("The abstract of FedSSM does not state this [1]: it never mentions GPU.")
-    assert [c.title for c in answer.citations] == ["FedSSM"] and answer.citations[0].evidence
-
-
-def test_irrelevant_question_is_refused_without_calling_llm(fake_index, llm_server):
-    pipeline = make_pipeline(fake_index, llm_server)
-    pipeline.config.min_relevance = 0.99
-    answer = pipeline.answer("weather forecasting with satellites")
-    assert answer.refused and answer.answer.startswith(NOT_COVERED)
-    assert llm_server.chat_requests == []
-
-
-def test_reasoning_kept_apart(fake_index, llm_server):
-    llm_server.mode = "think"
-    llm_server.reply = SUPPORTED
-    answer = make_pipeline(fake_index, llm_server).answer(QUESTION)
-    assert "<think>" not in answer.answer and answer.reasoning and answer.answer == SUPPORTED
-
-
-def test_interrupted_stream_keeps_partial(fake_index, llm_server):
-    llm_server.mode = "cut"
-    llm_server.reply = "A long answer that will be cut off somewhere in the middle [1]."
-    llm_server.chunk_size = 5
-    llm_server.cut_after = 4
-    answer = make_pipeline(fake_index, llm_server).answer(QUESTION)
-    assert answer.interrupted and answer.answer and "A long" in answer.answer
-
-
 def test_llm_errors_propagate_as_one_error(fake_index, llm_server):
     llm_server.mode = "status"
     llm_server.status_code = 401
     with pytest.raises(LLMAuthError) as info:
-        make_pipeline(fake_index, llm_server).answer(QUESTION)
+        http_pipeline(fake_index, llm_server).answer(QUESTION)
     assert "SECRET" not in str(info.value)
 
 
-def test_follow_up_resolves_ordinal_and_pins_paper(fake_index, llm_server):
-    pipeline = make_pipeline(fake_index, None)
-    first = fake_index.search("federated learning", 3)
+# --- pipeline logic, in process: FakeRetriever and FakeChatModel ------------------------------------------------
+
+
+def test_stream_yields_sources_then_text_then_final(fake_retriever):
+    model = FakeChatModel(SUPPORTED, chunk_size=3)
+    events = list(make_pipeline(fake_retriever, model).stream(QUESTION))
+    assert isinstance(events[0], SourcesEvent) and isinstance(events[-1], FinalEvent)
+    assert [h.paper_id for h in events[0].hits] == [h.paper_id for h in fake_retriever.search(QUESTION)]
+    text = "".join(e.content for e in events if isinstance(e, TextEvent))
+    assert text == SUPPORTED == events[-1].answer.answer
+    assert len([e for e in events if isinstance(e, TextEvent)]) > 1  # shown as it is written
+    sent = model.messages[-1]["content"]
+    assert events[0].hits[0].abstract[:200] in sent and sent.rstrip().endswith(QUESTION)
+
+
+def test_markers_to_no_source_never_show_while_streaming(fake_retriever):
+    reply = f"{SUPPORTED} Quantum annealing [9] dominates leaderboards [99]."
+    events = list(make_pipeline(fake_retriever, FakeChatModel(reply, chunk_size=3)).stream(QUESTION))
+    streamed = "".join(e.content for e in events if isinstance(e, TextEvent))
+    # Cleaned piece by piece, so a space shown before a dropped marker stays; the final answer is cleaned whole.
+    assert "9" not in streamed and streamed.startswith(SUPPORTED) and "leaderboards" in streamed
+    assert events[-1].answer.invalid_markers == 2 and "9" not in events[-1].answer.answer
+
+
+def test_answer_without_citation_is_not_grounded(fake_retriever):
+    answer = make_pipeline(fake_retriever, FakeChatModel("Something with no citation at all.")).answer(QUESTION)
+    assert not answer.grounded and answer.citations == [] and answer.sources
+
+
+def test_model_says_not_covered_lists_nearest(fake_retriever):
+    answer = make_pipeline(fake_retriever, FakeChatModel("The abstracts do not answer this.")).answer(QUESTION)
+    assert answer.refused and "nearest papers" in answer.answer.lower()
+
+
+def test_detail_the_named_abstract_does_not_state_is_declined_citing_the_paper(fake_retriever):
+    model = FakeChatModel()
+    answer = make_pipeline(fake_retriever, model).answer("What GPU did the FedSSM authors use?")
+    assert answer.refused and answer.not_stated and not model.requests
+    assert answer.answer.startswith("The abstract of FedSSM does not state this [1]: it never mentions GPU.")
+    assert [c.title for c in answer.citations] == ["FedSSM"] and answer.citations[0].evidence
+
+
+def test_irrelevant_question_is_refused_without_calling_llm(fake_retriever):
+    model = FakeChatModel()
+    pipeline = make_pipeline(fake_retriever, model)
+    pipeline.config.min_relevance = 0.99
+    answer = pipeline.answer("weather forecasting with satellites")
+    assert answer.refused and answer.answer.startswith(NOT_COVERED)
+    assert model.requests == []
+
+
+def test_a_little_below_the_relevance_bar_is_enough_when_the_abstract_has_the_words(fake_retriever):
+    """``relevance_margin``: below ``min_relevance`` by less than it, an abstract with the question's words
+    is close enough; by more, the question is refused."""
+    best = fake_retriever.search(QUESTION)[0].dense_score
+    near = make_pipeline(fake_retriever, min_relevance=best + 0.05, relevance_margin=0.1, words_relevance=0.0)
+    assert not near.answer(QUESTION).refused
+    far = make_pipeline(fake_retriever, min_relevance=best + 0.05, relevance_margin=0.01, words_relevance=0.0)
+    assert far.answer(QUESTION).refused
+    wordless = make_pipeline(fake_retriever, min_relevance=best + 0.05, relevance_margin=0.1, words_relevance=1.01)
+    assert wordless.answer(QUESTION).refused
+
+
+def test_reasoning_kept_apart(fake_retriever):
+    thinking = "The question asks about client selection; source [1] covers it."
+    events = list(make_pipeline(fake_retriever, FakeChatModel(SUPPORTED, reasoning=thinking)).stream(QUESTION))
+    answer = events[-1].answer
+    assert answer.reasoning == thinking and answer.answer == SUPPORTED
+    assert "".join(e.reasoning for e in events if isinstance(e, TextEvent)) == thinking
+
+
+def test_interrupted_stream_keeps_partial(fake_retriever):
+    model = FakeChatModel("A long answer that will be cut off somewhere in the middle [1].", chunk_size=5, cut_after=4)
+    answer = make_pipeline(fake_retriever, model).answer(QUESTION)
+    assert answer.interrupted and answer.answer and "A long" in answer.answer
+
+
+def test_follow_up_resolves_ordinal_and_pins_paper(fake_retriever):
+    pipeline = make_pipeline(fake_retriever, None)
+    first = fake_retriever.search("federated learning", 3)
     history = [
         {"role": "user", "content": "which papers are about federated learning?"},
         {"role": "assistant", "content": "...", "papers": [h.paper_id for h in first]},
@@ -116,27 +152,29 @@ def test_follow_up_resolves_ordinal_and_pins_paper(fake_index, llm_server):
     assert answer.sources[0].paper_id == first[1].paper_id
 
 
-def test_follow_up_finds_papers_by_title_in_plain_history(fake_index):
-    pipeline = make_pipeline(fake_index, None)
+def test_follow_up_finds_papers_by_title_in_plain_history(fake_retriever):
+    pipeline = make_pipeline(fake_retriever, None)
     history = [{"role": "user", "content": "client selection?"},
                {"role": "assistant", "content": "FedSSM selects clients [1]. MA-RAG is unrelated [2]."}]
     follow = pipeline.follow_up("compare the second one with FedSSM", history)
-    ids = {h.title: h.paper_id for h in fake_index.hits_for(follow.pinned)}
+    ids = {h.title: h.paper_id for h in fake_retriever.hits_for(follow.pinned)}
     assert "MA-RAG" in ids
 
 
-def test_standalone_question_is_unchanged(fake_index):
-    pipeline = make_pipeline(fake_index, None)
+def test_standalone_question_is_unchanged(fake_retriever):
+    pipeline = make_pipeline(fake_retriever, None)
     history = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]
     question = "Which papers evaluate retrieval augmented generation on medical benchmarks?"
     assert pipeline.follow_up(question, history).query == question
 
 
-def test_condense_with_llm(fake_index, llm_server):
-    llm_server.reply = "MA-RAG evaluation datasets"
-    pipeline = make_pipeline(fake_index, llm_server)
+def test_condense_with_llm(fake_retriever):
+    model = FakeChatModel("MA-RAG evaluation datasets")
+    pipeline = make_pipeline(fake_retriever, model)
     history = [{"role": "user", "content": "what is MA-RAG?"}, {"role": "assistant", "content": "MA-RAG [1]."}]
     assert pipeline.follow_up("what datasets did they use?", history).query == "MA-RAG evaluation datasets"
+    (request,) = model.requests
+    assert "what datasets did they use?" in request["messages"][-1]["content"] and request["max_tokens"] == 64
 
 
 def test_marker_filter_across_chunks():
@@ -177,19 +215,19 @@ def test_says_not_covered_negative():
     assert not says_not_covered("FedSSM selects clients using state space models [1].")
 
 
-def test_every_claim_is_checked_re_cited_or_flagged(fake_index, llm_server):
-    """A scripted endpoint writes an uncited true claim, a mis-cited claim, a claim with an invented name and
+def test_every_claim_is_checked_re_cited_or_flagged(fake_retriever):
+    """A scripted model writes an uncited true claim, a mis-cited claim, a claim with an invented name and
     an unsupported claim: each is handled, and the markers in the text match the verdicts."""
-    hits = fake_index.search(QUESTION, 5)
+    hits = fake_retriever.search(QUESTION, 5)
     sentences = [hits[1].abstract[a:b] for a, b in split_sentences(hits[1].abstract)]
     other = max(sentences, key=len).rstrip(".")  # a sentence of the second source, cited as [1] below
-    llm_server.reply = (
+    reply = (
         "FedSSM predicts training dynamics through decision-aware state space models. "  # true, uncited
         f"{other} [1]. "  # says what source 2 says, cites source 1
         "Fed-LangFRA (2025) cuts communication rounds by over 30% [1]. "  # invented name and year
         "Quantum annealing schedules dominate protein folding leaderboards [1]."  # no source says it
     )
-    answer = make_pipeline(fake_index, llm_server).answer(QUESTION)
+    answer = make_pipeline(fake_retriever, FakeChatModel(reply)).answer(QUESTION)
     verdicts = {c.text.split()[0]: c for c in answer.claims}
     assert verdicts["FedSSM"].markers == (1,) and verdicts["FedSSM"].supported and verdicts["FedSSM"].cited == ()
     moved = verdicts[other.split()[0]]
@@ -207,18 +245,18 @@ def test_every_claim_is_checked_re_cited_or_flagged(fake_index, llm_server):
     assert data["claims"][2]["verdict"] == "invented"
 
 
-def test_small_model_answer_is_evidence_with_a_checked_lead(fake_index, llm_server):
+def test_small_model_answer_is_evidence_with_a_checked_lead(fake_retriever):
     """The tiny model reads numbered evidence sentences; an invented lead is dropped, the evidence stays cited."""
-    llm_server.reply = "Fed-LangFRA (2023) is the best method for this [1]."
-    pipeline = make_pipeline(fake_index, llm_server, small_model=True, small_model_design="lead")
+    model = FakeChatModel("Fed-LangFRA (2023) is the best method for this [1].")
+    pipeline = make_pipeline(fake_retriever, model, small_model=True, small_model_design="lead")
     answer = pipeline.answer(QUESTION)
-    prompt = llm_server.chat_requests[-1]["json"]["messages"][-1]["content"]
+    prompt = model.messages[-1]["content"]
     assert prompt.startswith("Evidence:\n[1] ") and "<sources>" not in prompt
     assert "Fed-LangFRA" not in answer.answer and "2023" not in answer.answer
     assert answer.citations and all(c.supported for c in answer.claims) and not answer.refused
-    assert answer.citations[0].paper_id == fake_index.search(QUESTION, 5)[0].paper_id
+    assert answer.citations[0].paper_id == fake_retriever.search(QUESTION, 5)[0].paper_id
 
-    llm_server.reply = "FedSSM predicts training dynamics through decision-aware state space models [1]."
+    model.reply = SUPPORTED
     kept = pipeline.answer(QUESTION)
-    assert kept.answer.startswith("FedSSM predicts training dynamics through decision-aware state space models [1].")
-    assert len(kept.answer) > len(llm_server.reply)  # the cited evidence follows the lead
+    assert kept.answer.startswith(SUPPORTED)
+    assert len(kept.answer) > len(SUPPORTED)  # the cited evidence follows the lead

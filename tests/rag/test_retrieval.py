@@ -140,3 +140,13 @@ def test_every_candidate_gets_its_exact_dense_score(fake_index, candidates):
         best = max(float(v @ vector) for v in chunks.values())
         expected = meta["chunk_weight"] * best + meta["profile_norm"] * float(unit @ vector)
         assert hit.dense_score == pytest.approx(expected, abs=1e-4), hit.title
+
+
+def test_the_hybrid_retriever_and_the_fake_offer_what_the_pipeline_needs(fake_index, fake_retriever):
+    """Both implement ``Retriever`` (the pipeline's seam); the hybrid one's idf is its BM25 index's."""
+    from rag.retrieval.retriever import Retriever
+
+    assert isinstance(fake_index, Retriever) and isinstance(fake_retriever, Retriever)
+    fake_index.refresh()
+    assert fake_index.idf("feder") == fake_index.lexical.idf("feder") < fake_index.idf("\x00never-a-term\x00")
+    assert fake_retriever.idf("feder") < fake_retriever.idf("\x00never-a-term\x00")
