@@ -200,7 +200,7 @@ class ExtractiveAnswerer:
             missing = sorted((t for t in self.focus_terms(question, hit)
                               if not _present(t, present, self.analyze) and len(t) > 2
                               and min(self.idf(t), self.idf(t + "s")) < unknown),
-                             key=lambda t: -self.idf(t))
+                             key=lambda t: (-self.idf(t), t))  # ties in a fixed order
             return "never mentions " + _join(_surface(question, missing[:3], self.analyze))
         if not asks_figure:
             return ""

@@ -439,7 +439,9 @@ def test_huge_strings_are_handled_quickly(text):
     cleaned, _ = clean_markers(text, {1, 2})
     assert all(set(m.numbers) <= {1, 2} for m in find_markers(cleaned))
     split_claims(text)
-    assert time.monotonic() - started < 3
+    # A hang guard, not a speed target: catastrophic regex backtracking on these inputs takes minutes or more,
+    # so the bound is wide enough for a loaded machine (speed is for benchmarks).
+    assert time.monotonic() - started < 60
 
 
 # --- calibration with the real model ----------------------------------------------------------------------------------
