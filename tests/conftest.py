@@ -256,3 +256,34 @@ def fake_index(tmp_path_factory, bundled_papers):
     Ingestor(store, embedder, make_chunker(embedder, 256, 1)).ingest(bundled_papers)
     retriever = HybridRetriever(store, embedder, LexicalIndex(folder / "lexical"))
     return retriever
+
+
+# --- the bundled corpus, ingested once ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def bundled_index_built(tmp_path_factory) -> Path:
+    """A data folder holding the bundled corpus, ingested once per test session by the CLI with default
+    settings (what `make demo` builds). Tests never use it directly: they take a copy (``bundled_index``)."""
+    import subprocess
+    import sys
+
+    from tests.processes import child_env
+
+    data_dir = tmp_path_factory.mktemp("bundled-index-built")
+    result = subprocess.run([sys.executable, "-m", "ui.cli", "ingest"], cwd=PROJECT_ROOT, capture_output=True,
+                            text=True, timeout=900, env=child_env(PAPERCHAT_DATA_DIR=str(data_dir)))
+    assert result.returncode == 0, result.stderr
+    assert "76 added" in result.stdout, result.stdout
+    return data_dir
+
+
+@pytest.fixture(scope="module")
+def bundled_index(bundled_index_built, tmp_path_factory) -> Path:
+    """A module's own copy of the ingested bundled corpus (a data folder for ``PAPERCHAT_DATA_DIR``): copying
+    takes a fraction of a second where ingesting takes tens, and a module may change its copy freely."""
+    import shutil
+
+    copy = tmp_path_factory.mktemp("bundled-index") / "data"
+    shutil.copytree(bundled_index_built, copy)
+    return copy

@@ -4,19 +4,18 @@ import pytest
 
 from rag.errors import QueryError
 from rag.evaluation import dev_metrics, load_dev
-from rag.ingest import Ingestor, make_chunker
 from rag.retrieval.hybrid import HybridRetriever, _name_pattern
 from store.bm25 import LexicalIndex
-from store.chroma import ChromaStore
 from tests.conftest import DEV_QUESTIONS
 
 
 @pytest.fixture(scope="module")
-def bundled_retriever(tmp_path_factory, real_embedder, bundled_papers):
-    folder = tmp_path_factory.mktemp("bundled-index")
-    store = ChromaStore(path=folder / "chroma", collection="paperchat")
-    Ingestor(store, real_embedder, make_chunker(real_embedder, 256, 1)).ingest(bundled_papers)
-    return HybridRetriever(store, real_embedder, LexicalIndex(folder / "lexical"))
+def bundled_retriever(bundled_index):
+    """The retriever the product builds over the index `paperchat ingest` made (its own embedding runtime)."""
+    from rag.components import Components
+    from rag.settings import load_settings
+
+    return Components(load_settings(data_dir=bundled_index)).retriever
 
 
 @pytest.mark.slow
