@@ -154,7 +154,9 @@ class AnswerPipeline:
 
     def follow_up(self, question: str, history: Sequence[dict]) -> FollowUp:
         """The standalone search query for a question in a conversation, and the papers it points at."""
-        return resolve_follow_up(question, history, self.retriever, self.chat_model)
+        # A tiny model's rewrite drifts to words of the previous answer: only a capable model rewrites.
+        rewriter = None if self.config.small_model else self.chat_model
+        return resolve_follow_up(question, history, self.retriever, rewriter)
 
     # --- answering -----------------------------------------------------------------------------
 
@@ -177,7 +179,9 @@ class AnswerPipeline:
 
         plan = None
         if hits and self._relevant(question, hits, pinned=bool(follow.pinned)):
-            plan = self.extractive.plan(follow.query if follow.pinned else question, hits)
+            # A follow-up about pinned papers is answered from them, in the question's own words (the
+            # paper's name added to the query would make the abstract look as if it left the question open).
+            plan = self.extractive.plan(question, hits[: len(follow.pinned)] if follow.pinned else hits)
         if plan is None or plan.kind == "not_covered":
             answer.answer = self._not_covered(hits)
             answer.refused = True

@@ -168,15 +168,6 @@ def test_standalone_question_is_unchanged(fake_retriever):
     assert pipeline.follow_up(question, history).query == question
 
 
-def test_condense_with_llm(fake_retriever):
-    model = FakeChatModel("MA-RAG evaluation datasets")
-    pipeline = make_pipeline(fake_retriever, model)
-    history = [{"role": "user", "content": "what is MA-RAG?"}, {"role": "assistant", "content": "MA-RAG [1]."}]
-    assert pipeline.follow_up("what datasets did they use?", history).query == "MA-RAG evaluation datasets"
-    (request,) = model.requests
-    assert "what datasets did they use?" in request["messages"][-1]["content"] and request["max_tokens"] == 64
-
-
 def test_marker_filter_across_chunks():
     f = MarkerFilter({1, 2})
     out = "".join(f.feed(piece) for piece in ["Claim [", "1]. Other [9", "9]. End [2", "]."]) + f.flush()
