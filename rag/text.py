@@ -11,6 +11,7 @@ to encode them. ``terminal_safe`` is applied to everything the CLI prints as tex
 from __future__ import annotations
 
 import re
+import sys
 
 REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -40,6 +41,11 @@ def terminal_safe(text: str) -> str:
     if not _TERMINAL_CONTROL.search(text):
         return text
     return _TERMINAL_CONTROL.sub(_escaped, text)
+
+
+def say(message: str) -> None:
+    """A one-line ``paperchat: ...`` status, warning or error on stderr (where a command's output never goes)."""
+    print(terminal_safe(f"paperchat: {message}"), file=sys.stderr, flush=True)
 
 
 def json_line_safe(line: str) -> str:

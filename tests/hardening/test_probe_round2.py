@@ -175,14 +175,11 @@ class StrictEmbedder(FakeEmbedder):
         return super().embed(texts)
 
 
-def services_for(embedder=None):
+def components_for(embedder=None):
     from rag.components import Components
     from rag.settings import load_settings
-    from ui.web.callbacks import Services
 
-    components = Components(load_settings())
-    components.__dict__["embedder"] = embedder or FakeEmbedder()
-    return Services(components, probe_timeout=2.0)
+    return Components(load_settings(), embedder=embedder or FakeEmbedder())
 
 
 def test_url_credentials_never_show_but_are_still_sent(index_dir, caplog):
@@ -195,13 +192,13 @@ def test_url_credentials_never_show_but_are_still_sent(index_dir, caplog):
         url = server.base_url.replace("http://", f"http://bob:{PASSWORD}@")
         with fake_cli_env(index_dir, PAPERCHAT_LLM_BASE_URL=url, PAPERCHAT_LLM_RETRIES="1"):
             code, out, err = cli("doctor")
-            services = services_for()
+            components = components_for()
             try:
-                defaults = services.defaults()
-                status = callbacks.status(services, defaults)
-                state = list(callbacks.respond(services, QUESTION, ChatSession(), defaults))[-1]
+                defaults = components.session_defaults()
+                status = callbacks.status(components, defaults)
+                state = list(callbacks.respond(components, QUESTION, ChatSession(), defaults))[-1]
             finally:
-                services.close()
+                components.close()
         sent, plain_url = server.chat_requests[-1], server.base_url
     shown = [out, err, defaults.base_url, status, json.dumps(state.messages), caplog.text]
     assert all(PASSWORD not in text and "bob:" not in text for text in shown), shown
@@ -217,11 +214,11 @@ def test_url_credentials_are_not_in_the_page_config(index_dir):
 
     url = f"http://bob:{PASSWORD}@127.0.0.1:9/v1"
     with fake_cli_env(index_dir, PAPERCHAT_LLM_BASE_URL=url):
-        services = services_for()
+        components = components_for()
         try:
-            config = json.dumps(build_app(services).get_config_file(), default=str)
+            config = json.dumps(build_app(components).get_config_file(), default=str)
         finally:
-            services.close()
+            components.close()
     assert "http://127.0.0.1:9/v1" in config
     assert PASSWORD not in config
 
@@ -260,13 +257,13 @@ def test_a_key_echoed_in_disguise_is_redacted_everywhere(index_dir, echo):
         code, out, err = cli("ask", QUESTION)
         assert code != 0 and "rejected the API key" in err
         doctor = cli("doctor")
-        services = services_for()
+        components = components_for()
         try:
-            defaults = services.defaults()
-            status = callbacks.status(services, defaults)
-            state = list(callbacks.respond(services, QUESTION, ChatSession(), defaults))[-1]
+            defaults = components.session_defaults()
+            status = callbacks.status(components, defaults)
+            state = list(callbacks.respond(components, QUESTION, ChatSession(), defaults))[-1]
         finally:
-            services.close()
+            components.close()
     assert "key rejected" in status
     for text in (out, err, doctor[1], doctor[2], status, json.dumps(state.messages)):
         assert hidden(text), text
@@ -303,11 +300,11 @@ def test_a_lone_surrogate_in_the_chat_api_is_answered(index_dir, caplog):
     from ui.web import callbacks
 
     with fake_cli_env(index_dir, PAPERCHAT_LLM="extractive"):
-        services = services_for(StrictEmbedder())
+        components = components_for(StrictEmbedder())
         try:
-            text = callbacks.api_chat(services, "state space \ud800 models for client selection")
+            text = callbacks.api_chat(components, "state space \ud800 models for client selection")
         finally:
-            services.close()
+            components.close()
     assert "FedSSM" in text or "Nearest papers" in text
     assert "Traceback" not in caplog.text
 

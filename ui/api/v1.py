@@ -34,11 +34,13 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rag.answers.pipeline import FinalEvent, SourcesEvent, TextEvent
+from rag.components import Components
 from rag.errors import LLMError, LLMRateLimited, PaperchatError, QueryError, ServerBusy, UnknownModel
 from rag.retrieval.hybrid import validate_question
+from rag.types import Turn, as_messages
 from ui.api import answers
 from ui.api.answers import AnswerGate
-from ui.web.callbacks import Services
+from ui.shared.text import answer_text
 
 log = logging.getLogger("paperchat.api")
 
@@ -161,7 +163,7 @@ class ServiceRoutes:
 class ChatRequest:
     model: str
     question: str
-    history: list[dict]
+    history: list[Turn]
     stream: bool
     temperature: float | None
     max_tokens: int | None
@@ -203,7 +205,7 @@ def _number(body: dict, name: str, low: float, high: float, *, integer: bool = F
     return value
 
 
-def parse_chat_request(services: Services, body: dict) -> ChatRequest:
+def parse_chat_request(components: Components, body: dict) -> ChatRequest:
     model = body.get("model", answers.DEFAULT_MODEL)
     if not isinstance(model, str) or not model:
         raise APIError(400, f"'model' must be a string: {answers.DEFAULT_MODEL} or {answers.EXTRACTIVE_MODEL}",
@@ -223,8 +225,8 @@ def parse_chat_request(services: Services, body: dict) -> ChatRequest:
         raise APIError(400, "'messages' is required: a list of {\"role\": ..., \"content\": ...} objects, the last "
                             "one the user's question", param="messages")
     try:
-        question, history = answers.conversation(services, body["messages"])
-        validate_question(question, services.settings.max_question_chars)
+        question, history = answers.conversation(components, body["messages"])
+        validate_question(question, components.settings.max_question_chars)
     except QueryError as e:
         raise APIError(400, str(e), param="messages") from e
     return ChatRequest(model, question, history, stream, temperature, max_tokens)
@@ -273,19 +275,19 @@ class GatedStream(StreamingResponse):
 
 
 class ChatAPI:
-    def __init__(self, services: Services, gate: AnswerGate, *, max_body_bytes: int) -> None:
-        self.services = services
+    def __init__(self, components: Components, gate: AnswerGate, *, max_body_bytes: int) -> None:
+        self.components = components
         self.gate = gate
         self.max_body_bytes = max_body_bytes
 
     # --- routes ---------------------------------------------------------------------------------------------
 
     async def list_models(self, request: Request) -> Response:
-        found = await anyio.to_thread.run_sync(answers.models, self.services)
+        found = await anyio.to_thread.run_sync(answers.models, self.components)
         return JSONResponse({"object": "list", "data": [self._model(m) for m in found]})
 
     async def get_model(self, request: Request) -> Response:
-        found = await anyio.to_thread.run_sync(answers.models, self.services)
+        found = await anyio.to_thread.run_sync(answers.models, self.components)
         for model in found:
             if model.id == request.path_params["model"]:
                 return JSONResponse(self._model(model))
@@ -300,9 +302,9 @@ class ChatAPI:
     async def chat_completions(self, request: Request) -> Response:
         body = await read_json(request, self.max_body_bytes)
         # In a worker thread: reading a conversation back may read the paper list from the store.
-        chat = await anyio.to_thread.run_sync(parse_chat_request, self.services, body)
+        chat = await anyio.to_thread.run_sync(parse_chat_request, self.components, body)
         pipeline = await anyio.to_thread.run_sync(
-            lambda: answers.pipeline_for(self.services, chat.model, temperature=chat.temperature,
+            lambda: answers.pipeline_for(self.components, chat.model, temperature=chat.temperature,
                                          max_tokens=chat.max_tokens)
         )
         ident = "chatcmpl-" + secrets.token_hex(12)
@@ -316,11 +318,12 @@ class ChatAPI:
                 released = True
                 self.gate.release()
 
+        history = as_messages(chat.history)
         try:
             if not chat.stream:
-                answer = await anyio.to_thread.run_sync(lambda: pipeline.answer(chat.question, chat.history))
+                answer = await anyio.to_thread.run_sync(lambda: pipeline.answer(chat.question, history))
                 return JSONResponse(self._completion(ident, created, chat.model, answer))
-            pump = EventPump(pipeline.stream(chat.question, chat.history))
+            pump = EventPump(pipeline.stream(chat.question, history))
             try:
                 primed = await self._prime(pump)
             except BaseException:
@@ -340,7 +343,7 @@ class ChatAPI:
 
     @staticmethod
     def _completion(ident: str, created: int, model: str, answer) -> dict:
-        message = {"role": "assistant", "content": answers.answer_text(answer)}
+        message = {"role": "assistant", "content": answer_text(answer)}
         if answer.reasoning:
             message["reasoning_content"] = answer.reasoning
         return {
@@ -422,8 +425,8 @@ async def _not_found(request: Request, exc: HTTPException) -> Response:
                          "POST /v1/chat/completions)", code="not_found").response()
 
 
-def build_api(services: Services, gate: AnswerGate, *, max_body_bytes: int) -> Starlette:
-    chat = ChatAPI(services, gate, max_body_bytes=max_body_bytes)
+def build_api(components: Components, gate: AnswerGate, *, max_body_bytes: int) -> Starlette:
+    chat = ChatAPI(components, gate, max_body_bytes=max_body_bytes)
     routes = [
         Route(f"{API_PREFIX}/models", _guarded(chat.list_models), methods=["GET"]),
         Route(f"{API_PREFIX}/models/{{model:path}}", _guarded(chat.get_model), methods=["GET"]),
@@ -437,22 +440,22 @@ def build_api(services: Services, gate: AnswerGate, *, max_body_bytes: int) -> S
 
 @dataclass
 class Service:
-    """What ``ui.web.app.launch`` adds to the Gradio app: its middleware, and a lifespan for the MCP sessions."""
+    """What ``ui.serve`` puts in front of the web UI: its middleware, and a lifespan for the MCP sessions."""
 
     middleware: list
     lifespan: object
     message: str
 
 
-def build_service(services: Services, *, host: str, loopback: bool, mcp: bool = True) -> Service:
-    """The API (and MCP server) for ``services``, guarded by ``PAPERCHAT_API_KEY``.
+def build_service(components: Components, *, host: str, loopback: bool, mcp: bool = True) -> Service:
+    """The API (and MCP server) over ``components``, guarded by ``PAPERCHAT_API_KEY``.
 
     Without a key they are open on a loopback address and refused on any other (with a message saying
     how to set one): an open address would hand the index and the LLM endpoint to anyone who can reach it.
     """
     from starlette.middleware import Middleware
 
-    settings = services.settings
+    settings = components.settings
     key = settings.api_key.get_secret_value() if settings.api_key is not None else None
     gate = AnswerGate(settings.api_max_concurrent, settings.api_max_waiting)
     if key is None and not loopback:
@@ -465,12 +468,12 @@ def build_service(services: Services, *, host: str, loopback: bool, mcp: bool = 
         return Service([Middleware(ServiceRoutes, api=refuse, mcp=refuse)], None,
                        f"{refusal.message} (e.g. PAPERCHAT_API_KEY=$(python -c 'import secrets; "
                        "print(secrets.token_urlsafe(32))'))")
-    api = RequireKey(build_api(services, gate, max_body_bytes=settings.api_max_body_bytes), key)
+    api = RequireKey(build_api(components, gate, max_body_bytes=settings.api_max_body_bytes), key)
     mcp_app = lifespan = None
     if mcp:
         from ui.api.mcp_server import build_mcp_server
 
-        server = build_mcp_server(services, gate)
+        server = build_mcp_server(components, gate)
         mcp_asgi = server.streamable_http_app(
             streamable_http_path=MCP_PATH, host=host, max_request_body_size=settings.api_max_body_bytes,
             transport_security=_transport_security(key is not None),

@@ -1,0 +1,17 @@
+"""What the commands print on stdout: text with control characters shown, not obeyed, and JSON lines.
+
+Status, warnings and errors go to stderr through ``rag.text.say`` instead.
+"""
+
+from __future__ import annotations
+
+from rag.text import json_line_safe, terminal_safe
+
+
+def show(*parts: object, **kwargs) -> None:
+    """``print`` for text that may hold corpus or model text: control characters are shown, not obeyed."""
+    print(*(terminal_safe(str(part)) for part in parts), **kwargs)
+
+
+def show_json(line: str, **kwargs) -> None:
+    print(json_line_safe(line), **kwargs)
