@@ -1,12 +1,10 @@
 """Settings -> components: the composition root, the only place that decides which concrete parts are built.
 
-``Components(settings)`` builds every part lazily and once: the embedder (the embedding runtime the settings
-and the index ask for), the store, the lexical index, the retriever, the answer writer (an endpoint, the
-embedded llama.cpp model, or none: extractive answers) and the answer pipeline. Parts given to the
-constructor (``embedder=``, ``chat_model=``, ``store=``; tests give fakes) are used instead of built.
-The web UI and the API ask it for per-session pipelines (``pipeline_for``); the CLI, the web UI and the
-API prepare the index through it (``ensure_index``). Building loads nothing heavy: the embedding model
-loads on the first ``embed``, the Chroma client on the first store call.
+``Components(settings)`` builds each part lazily, once: embedder, store, lexical index, retriever, answer
+writer (an endpoint, the embedded llama.cpp model, or none: extractive) and pipeline; parts given to it
+(``embedder=``, ``chat_model=``, ``store=``; tests give fakes) are used instead. Every app prepares the index
+(``ensure_index``) and gets per-session pipelines (``pipeline_for``) here. Nothing heavy loads when a part
+is built: the embedding model on the first ``embed``, the Chroma client on the first store call.
 """
 
 from __future__ import annotations
@@ -57,8 +55,7 @@ def check_url(url: str) -> str:
 
 @dataclass(frozen=True)
 class SessionSettings:
-    """One session's answer settings (the web UI's settings panel, an API request). ``api_key`` never appears
-    in a repr."""
+    """One session's answer settings (web UI settings panel, API request); ``api_key`` is never in a repr."""
 
     base_url: str = ""  # blank: the server's default answer writer
     model: str = ""  # blank: the endpoint's first listed model
@@ -66,6 +63,7 @@ class SessionSettings:
     top_k: int = 5
     temperature: float = 0.1
     extractive: bool = False
+    max_tokens: int | None = None  # an API request's answer length (the server's limit stays the ceiling)
 
 
 @dataclass(frozen=True)
@@ -319,7 +317,19 @@ class Components:
         )
 
     def pipeline_for(self, session: SessionSettings):
-        """The pipeline for a session's settings: the default one, or one cached per distinct settings."""
+        """The pipeline for a session's settings: the default one, or one cached per distinct settings; a
+        shorter answer length gets a light copy sharing every part."""
+        from rag.answers.pipeline import AnswerPipeline
+
+        pipeline = self._shared_pipeline_for(session)
+        if session.max_tokens is None or pipeline.chat_model is None:
+            return pipeline
+        # The prompt is fitted to the context window with the server's limit: that stays the ceiling.
+        config = replace(pipeline.config, max_tokens=max(1, min(session.max_tokens, pipeline.config.max_tokens)))
+        return AnswerPipeline(pipeline.retriever, pipeline.embedder, pipeline.chat_model, config=config,
+                              extractive=pipeline.extractive)
+
+    def _shared_pipeline_for(self, session: SessionSettings):
         if session.extractive:
             key: tuple = ("extractive",)
         elif not session.base_url:

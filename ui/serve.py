@@ -48,7 +48,7 @@ def cmd_serve(args) -> int:
 def launch_with_api(demo, components: Components, *, host: str | None = None, port: int | None = None,
                     share: bool = False, open_browser: bool = False) -> str:
     """``ui.web.app.launch`` with the API and the MCP server in front of the UI; returns the local URL."""
-    from ui.api.v1 import build_service
+    from ui.api.service import build_service
     from ui.web.app import is_loopback, launch, resolve_host
 
     host = resolve_host(host)

@@ -13,7 +13,7 @@ from rag.settings import Settings
 from rag.text import say
 
 
-def choose_embedding_backend(configured: str, ref: ModelRef, indexed_model: str | None) -> str:
+def choose_embedding_runtime(configured: str, ref: ModelRef, indexed_model: str | None) -> str:
     """``auto`` resolved to an embedding runtime: follow the index; for a new index the fastest one whose
     quality was measured.
 
@@ -42,7 +42,7 @@ def build_embedder(settings: Settings, indexed_model: str | None = None, *, warn
     from rag.embedding.onnx import INT8_SUFFIX, OnnxEmbedder, ensure_onnx, is_current, onnx_model_path
 
     ref = ModelRef.resolve(settings.embedding_model)
-    runtime = choose_embedding_backend(settings.embedding_backend, ref, indexed_model)
+    runtime = choose_embedding_runtime(settings.embedding_backend, ref, indexed_model)
     batch_size = settings.embedding_batch_size
     if runtime == "torch":
         return SentenceTransformerEmbedder(settings.embedding_model, batch_size=batch_size)

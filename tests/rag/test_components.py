@@ -15,7 +15,7 @@ import pytest
 from rag.components import HOW_TO_GENERATE, Components, SessionSettings
 from rag.embedding.models import BUNDLED_MODEL_NAME, ModelRef, SentenceTransformerEmbedder, bundled_model_dir
 from rag.embedding.onnx import INT8_SUFFIX, OnnxEmbedder, ensure_onnx, mean_pooled
-from rag.embedding.runtime import build_embedder, choose_embedding_backend
+from rag.embedding.runtime import build_embedder, choose_embedding_runtime
 from rag.errors import ModelNotFound
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -53,18 +53,18 @@ def _copy_model(tmp_path: Path, pooling: dict | None = None, extra_module: dict 
 
 
 def test_auto_follows_what_the_index_was_built_with(bundled):
-    assert choose_embedding_backend("auto", bundled, BUNDLED_MODEL_NAME + INT8_SUFFIX) == "onnx-int8"
+    assert choose_embedding_runtime("auto", bundled, BUNDLED_MODEL_NAME + INT8_SUFFIX) == "onnx-int8"
     # An index built by torch holds the fp32 vectors, which the fp32 export reproduces.
-    assert choose_embedding_backend("auto", bundled, BUNDLED_MODEL_NAME) == "onnx"
+    assert choose_embedding_runtime("auto", bundled, BUNDLED_MODEL_NAME) == "onnx"
 
 
 def test_auto_builds_a_new_index_of_the_bundled_model_with_int8(bundled):
-    assert choose_embedding_backend("auto", bundled, None) == "onnx-int8"
+    assert choose_embedding_runtime("auto", bundled, None) == "onnx-int8"
 
 
 def test_auto_keeps_other_models_at_full_precision(tmp_path):
     ref = ModelRef.resolve(str(_copy_model(tmp_path)))
-    assert choose_embedding_backend("auto", ref, None) == "onnx"
+    assert choose_embedding_runtime("auto", ref, None) == "onnx"
 
 
 @pytest.mark.parametrize(
@@ -78,16 +78,16 @@ def test_auto_keeps_other_models_at_full_precision(tmp_path):
 def test_auto_keeps_models_onnx_cannot_reproduce_on_torch(tmp_path, pooling, extra_module):
     folder = _copy_model(tmp_path, pooling, extra_module)
     assert not mean_pooled(folder)
-    assert choose_embedding_backend("auto", ModelRef.resolve(str(folder)), None) == "torch"
+    assert choose_embedding_runtime("auto", ModelRef.resolve(str(folder)), None) == "torch"
 
 
 def test_a_model_known_only_by_name_stays_on_torch():
-    assert choose_embedding_backend("auto", ModelRef("org/some-model", None), None) == "torch"
+    assert choose_embedding_runtime("auto", ModelRef("org/some-model", None), None) == "torch"
 
 
 @pytest.mark.parametrize("configured", ["torch", "onnx", "onnx-int8"])
 def test_an_explicit_backend_is_taken_as_given(bundled, configured):
-    assert choose_embedding_backend(configured, bundled, BUNDLED_MODEL_NAME) == configured
+    assert choose_embedding_runtime(configured, bundled, BUNDLED_MODEL_NAME) == configured
 
 
 # --- building -----------------------------------------------------------------------------------------

@@ -321,7 +321,7 @@ def test_what_other_clients_send_is_accepted(served_app, llm):
 
 
 def test_the_start_up_message_says_a_key_is_needed(served_app):
-    from ui.api.v1 import build_service
+    from ui.api.service import build_service
 
     service = build_service(served_app.components, host="0.0.0.0", loopback=False)
     assert service.message == "OpenAI-compatible API at /v1, MCP at /mcp (each request needs PAPERCHAT_API_KEY)"

@@ -45,11 +45,7 @@ def models(components: Components) -> list[ModelInfo]:
 
 def pipeline_for(components: Components, model: str, *, temperature: float | None = None,
                  max_tokens: int | None = None) -> AnswerPipeline:
-    """The pipeline answering as ``model``, with this request's temperature and answer length.
-
-    The shared pipelines are reused; a request that changes the answer length gets a light copy sharing
-    every part (the retriever, embedder, chat client and extractive answerer).
-    """
+    """The pipeline answering as ``model``, with this request's temperature and answer length."""
     if model not in (DEFAULT_MODEL, EXTRACTIVE_MODEL):
         known = ", ".join(m.id for m in models(components))
         raise UnknownModel(f"the model {model!r} does not exist here: use one of {known} (GET /v1/models)")
@@ -58,14 +54,9 @@ def pipeline_for(components: Components, model: str, *, temperature: float | Non
         defaults,
         extractive=model == EXTRACTIVE_MODEL or defaults.extractive,
         temperature=defaults.temperature if temperature is None else temperature,
+        max_tokens=max_tokens,
     )
-    pipeline = components.pipeline_for(session)
-    if max_tokens is None or pipeline.chat_model is None:
-        return pipeline
-    # The server's limit stays the ceiling: the prompt is fitted to the context window with it.
-    config = replace(pipeline.config, max_tokens=max(1, min(max_tokens, pipeline.config.max_tokens)))
-    return AnswerPipeline(pipeline.retriever, pipeline.embedder, pipeline.chat_model, config=config,
-                          extractive=pipeline.extractive)
+    return components.pipeline_for(session)
 
 
 # --- conversations --------------------------------------------------------------------------------------------
