@@ -182,9 +182,22 @@ def components_for(embedder=None):
     return Components(load_settings(), embedder=embedder or FakeEmbedder())
 
 
-def test_url_credentials_never_show_but_are_still_sent(index_dir, caplog):
+def answered_in_the_ui(question: str):
+    """A new web UI session with the server's settings: (its settings, the status line, the session after
+    ``question`` was answered)."""
     from ui.web import callbacks
     from ui.web.callbacks import ChatSession
+
+    components = components_for()
+    try:
+        defaults = components.session_defaults()
+        status = callbacks.status(components, defaults)
+        return defaults, status, list(callbacks.respond(components, question, ChatSession(), defaults))[-1]
+    finally:
+        components.close()
+
+
+def test_url_credentials_never_show_but_are_still_sent(index_dir, caplog):
 
     caplog.set_level(logging.DEBUG)
     with ScriptedLLMServer(reply="FedSSM selects clients [1].", mode="status", status_code=503,
@@ -192,13 +205,7 @@ def test_url_credentials_never_show_but_are_still_sent(index_dir, caplog):
         url = server.base_url.replace("http://", f"http://bob:{PASSWORD}@")
         with fake_cli_env(index_dir, PAPERCHAT_LLM_BASE_URL=url, PAPERCHAT_LLM_RETRIES="1"):
             code, out, err = cli("doctor")
-            components = components_for()
-            try:
-                defaults = components.session_defaults()
-                status = callbacks.status(components, defaults)
-                state = list(callbacks.respond(components, QUESTION, ChatSession(), defaults))[-1]
-            finally:
-                components.close()
+            defaults, status, state = answered_in_the_ui(QUESTION)
         sent, plain_url = server.chat_requests[-1], server.base_url
     shown = [out, err, defaults.base_url, status, json.dumps(state.messages), caplog.text]
     assert all(PASSWORD not in text and "bob:" not in text for text in shown), shown
@@ -244,8 +251,6 @@ ECHOES = {
 
 @pytest.mark.parametrize("echo", list(ECHOES))
 def test_a_key_echoed_in_disguise_is_redacted_everywhere(index_dir, echo):
-    from ui.web import callbacks
-    from ui.web.callbacks import ChatSession
 
     def hidden(text: str) -> bool:
         squeezed = "".join(ch for ch in text.lower() if ch.isalnum())
@@ -257,13 +262,7 @@ def test_a_key_echoed_in_disguise_is_redacted_everywhere(index_dir, echo):
         code, out, err = cli("ask", QUESTION)
         assert code != 0 and "rejected the API key" in err
         doctor = cli("doctor")
-        components = components_for()
-        try:
-            defaults = components.session_defaults()
-            status = callbacks.status(components, defaults)
-            state = list(callbacks.respond(components, QUESTION, ChatSession(), defaults))[-1]
-        finally:
-            components.close()
+        defaults, status, state = answered_in_the_ui(QUESTION)
     assert "key rejected" in status
     for text in (out, err, doctor[1], doctor[2], status, json.dumps(state.messages)):
         assert hidden(text), text

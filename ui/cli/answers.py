@@ -7,9 +7,9 @@ import json
 import sys
 
 from rag.errors import LLMError, QueryError
-from rag.text import clean_input, say, terminal_safe
+from rag.text import say, terminal_safe
 from rag.types import Turn, as_messages
-from ui.cli.output import show, show_json
+from ui.cli.output import read_line, show, show_json
 from ui.cli.search import batch_line, question_arg, read_batch
 from ui.shared.commands import components_from_args
 from ui.shared.text import AnswerNotes
@@ -107,13 +107,7 @@ def cmd_chat(args) -> int:
         _say_notice(components)
         show("paperchat: ask about the papers; follow-ups use the conversation. Empty line or Ctrl-D quits.")
         history: list[Turn] = []
-        while True:
-            try:
-                question = clean_input(input("\nyou> ")).strip()
-            except EOFError:
-                return 0
-            if not question:
-                return 0
+        while (question := read_line("\nyou> ")) is not None:
             try:
                 answer = stream_answer(pipeline, question, history, k=args.k)
             except (QueryError, LLMError) as e:
@@ -121,6 +115,7 @@ def cmd_chat(args) -> int:
                 continue
             show_sources(answer)
             history += [Turn.asked(question), Turn.answered(answer)]
+    return 0
 
 
 def cmd_mcp(args) -> int:

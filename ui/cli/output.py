@@ -1,11 +1,11 @@
-"""What the commands print on stdout: text with control characters shown, not obeyed, and JSON lines.
-
-Status, warnings and errors go to stderr through ``rag.text.say`` instead.
+"""The terminal of the commands: what they print on stdout (text with control characters shown, not
+obeyed, and JSON lines) and the lines the interactive ones read. Status, warnings and errors go to stderr
+through ``rag.text.say`` instead.
 """
 
 from __future__ import annotations
 
-from rag.text import json_line_safe, terminal_safe
+from rag.text import clean_input, json_line_safe, terminal_safe
 
 
 def show(*parts: object, **kwargs) -> None:
@@ -15,3 +15,12 @@ def show(*parts: object, **kwargs) -> None:
 
 def show_json(line: str, **kwargs) -> None:
     print(json_line_safe(line), **kwargs)
+
+
+def read_line(prompt: str) -> str | None:
+    """One line typed at ``prompt``, stripped; None when the user is done (an empty line or Ctrl-D)."""
+    try:
+        line = clean_input(input(prompt)).strip()
+    except EOFError:
+        return None
+    return line or None

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rag.errors import QueryError
 from rag.text import clean_input, say
-from ui.cli.output import show, show_json
+from ui.cli.output import read_line, show, show_json
 from ui.shared.commands import components_from_args
 
 _QUESTION_KEYS = ("question", "query", "text")  # BEIR's queries.jsonl ({"_id", "text"}) works as it is
@@ -79,14 +79,9 @@ def cmd_prompt(args) -> int:
     components.ensure_index()
     retriever = components.retriever
     show("paperchat search: type a question, empty line or Ctrl-D to quit")
-    while True:
-        try:
-            question = clean_input(input("? ")).strip()
-        except EOFError:
-            return 0
-        if not question:
-            return 0
+    while (question := read_line("? ")) is not None:
         try:
             _show_hits(retriever.search(question, args.k))
         except QueryError as e:
             say(str(e))
+    return 0
