@@ -29,7 +29,7 @@ def main() -> int:
             raise SystemExit("bench/cli_search.py runs the CLI as shipped: set PAPERCHAT_EMBEDDING_BACKEND instead")
         argv = argv[2:]
     atexit.register(_report)
-    from ui.cli import main as cli_main
+    from ui.cli.main import main as cli_main
 
     return cli_main(argv)
 

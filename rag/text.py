@@ -12,6 +12,7 @@ error message or a log line.
 from __future__ import annotations
 
 import re
+import sys
 
 REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -41,6 +42,11 @@ def terminal_safe(text: str) -> str:
     if not _TERMINAL_CONTROL.search(text):
         return text
     return _TERMINAL_CONTROL.sub(_escaped, text)
+
+
+def say(message: str) -> None:
+    """A one-line ``paperchat: ...`` status, warning or error on stderr (where a command's output never goes)."""
+    print(terminal_safe(f"paperchat: {message}"), file=sys.stderr, flush=True)
 
 
 def json_line_safe(line: str) -> str:

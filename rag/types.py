@@ -1,9 +1,11 @@
-"""The data that flows between stages: papers, their chunks, search hits, answers and citations."""
+"""The data that flows between stages: papers, their chunks, search hits, answers, citations and the turns of
+a conversation."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 
@@ -193,3 +195,41 @@ class Answer:
             "not_stated": self.not_stated,
             "seconds": round(self.seconds, 3),
         }
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One turn of a conversation, as the pipeline reads it back for a follow-up.
+
+    An assistant turn carries the ids of the papers it cited, so that "the second one" resolves against
+    them. The terminal chat, the web UI's sessions and the API's conversations all keep their history as turns.
+    """
+
+    role: str  # "user" or "assistant"
+    content: str
+    papers: tuple[str, ...] = ()
+
+    @classmethod
+    def asked(cls, question: str) -> Turn:
+        return cls("user", question)
+
+    @classmethod
+    def answered(cls, answer: Answer) -> Turn:
+        return cls("assistant", answer.answer, tuple(c.paper_id for c in answer.citations))
+
+    @classmethod
+    def cut_short(cls, partial: str) -> Turn:
+        """An answer stopped or failed mid-way: what was written, citing nothing (it was never checked)."""
+        return cls("assistant", partial.strip())
+
+    def to_dict(self) -> dict:
+        """The chat message the pipeline and JSON clients read; an assistant's has its cited ``papers``."""
+        data: dict = {"role": self.role, "content": self.content}
+        if self.role == "assistant":
+            data["papers"] = list(self.papers)
+        return data
+
+
+def as_messages(turns: Iterable[Turn]) -> list[dict]:
+    """Turns -> the chat messages ``AnswerPipeline.stream`` reads."""
+    return [turn.to_dict() for turn in turns]

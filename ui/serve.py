@@ -1,17 +1,20 @@
-"""``paperchat serve``: open the web UI, with the OpenAI-compatible API (``/v1``) and the MCP server (``/mcp``)
-on the same port. ``python app.py`` takes the same options.
+"""``paperchat serve`` (and ``python app.py``): the web UI, with the OpenAI-compatible API (``/v1``) and the MCP
+server (``/mcp``) on the same port, until Ctrl-C or SIGTERM.
 
-Hook into ``ui/cli.py``::
-
-    from ui.serve import add_serve_arguments, cmd_serve
-    p = sub.add_parser("serve", help="open the web UI (http://127.0.0.1:7860)")
-    add_serve_arguments(p)
-    p.set_defaults(func=cmd_serve)
+This is where the web UI and the API meet: ``launch_with_api`` puts the API's routes in front of the UI's,
+both over the same ``Components``. On the way out everything is closed, which stops the embedded LLM.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
+
+from rag.components import Components
+from rag.errors import ConfigError
+from rag.text import say
+from ui.shared.commands import components_from_args
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -24,28 +27,15 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     parser.add_argument("--k", type=int, default=None, help="papers to consult (default: PAPERCHAT_TOP_K)")
     parser.add_argument("--extractive", action="store_true", help="no LLM: answer with cited sentences")
     parser.add_argument("--open", dest="open_browser", action="store_true", help="open a browser tab")
+    parser.set_defaults(func=cmd_serve)
     return parser
-
-
-def components_from_args(args):
-    """Settings (environment plus the command line) -> components."""
-    from rag.components import components_from_args as build
-
-    return build(args)
 
 
 def cmd_serve(args) -> int:
     """Run the web UI until Ctrl-C; PaperchatError propagates (the caller prints it as one line)."""
-    from rag.errors import ConfigError
-
     if getattr(args, "port", None) is not None and not 0 <= args.port <= 65535:
         raise ConfigError(f"--port {args.port}: must be between 0 and 65535")
-    if getattr(args, "k", None) is not None and args.k < 1:
-        raise ConfigError(f"--k {args.k}: must be at least 1")
     components = components_from_args(args)
-
-    from ui.web.app import serve  # Gradio loads only once the settings are known to be good
-
     return serve(
         components,
         host=getattr(args, "host", None),
@@ -53,3 +43,46 @@ def cmd_serve(args) -> int:
         share=bool(getattr(args, "share", False)),
         open_browser=bool(getattr(args, "open_browser", False)),
     )
+
+
+def launch_with_api(demo, components: Components, *, host: str | None = None, port: int | None = None,
+                    share: bool = False, open_browser: bool = False) -> str:
+    """``ui.web.app.launch`` with the API and the MCP server in front of the UI; returns the local URL."""
+    from ui.api.service import build_service
+    from ui.web.app import is_loopback, launch, resolve_host
+
+    host = resolve_host(host)
+    service = build_service(components, host=host, loopback=is_loopback(host) and not share)
+    return launch(demo, components.settings, host=host, port=port, share=share, open_browser=open_browser,
+                  middleware=service.middleware, lifespan=service.lifespan, messages=[service.message])
+
+
+def serve(components: Components, *, host: str | None = None, port: int | None = None, share: bool = False,
+          open_browser: bool = False) -> int:
+    """Run the web UI until Ctrl-C or SIGTERM; always closes the components (stops the embedded LLM)."""
+    previous_term = None
+    demo = None
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        components.ensure_index()
+        components.warm_up()  # the first question should not wait for the model and the tables
+        from ui.web.app import build_app  # Gradio loads only once the settings are known to be good
+
+        demo = build_app(components)
+        previous_term = signal.signal(signal.SIGTERM, on_term)
+        launch_with_api(demo, components, host=host, port=port, share=share, open_browser=open_browser)
+        demo.block_thread()  # returns on Ctrl-C (and on SIGTERM, turned into one above)
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        if previous_term is not None:
+            signal.signal(signal.SIGTERM, previous_term)
+        if demo is not None:
+            with contextlib.suppress(Exception):  # the server may already be down
+                demo.close()
+        components.close()
+        say("stopped")

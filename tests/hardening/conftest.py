@@ -61,10 +61,7 @@ def kill(proc: subprocess.Popen) -> None:
 
 @contextlib.contextmanager
 def fake_cli_env(data_dir: Path, **env: str):
-    """Run ``ui.cli.main`` in this process with the fake embedder, the index in ``data_dir`` and ``env`` set."""
-    from rag.components import Components
-    from tests.hardening.driver import fake_embedder_property
-
+    """Run ``ui.cli.main.main`` in this process (``cli``) with the index in ``data_dir`` and ``env`` set."""
     with pytest.MonkeyPatch.context() as mp:
         for key in list(os.environ):
             if key.startswith("PAPERCHAT_") or key in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
@@ -73,13 +70,14 @@ def fake_cli_env(data_dir: Path, **env: str):
         mp.setenv("PAPERCHAT_CHUNK_MAX_TOKENS", "256")  # as in clean_env: one chunk per abstract
         for key, value in env.items():
             mp.setenv(key, value)
-        mp.setattr(Components, "embedder", fake_embedder_property())
         yield mp
 
 
 def cli(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
-    """``ui.cli.main(args)`` in this process: (exit code, stdout, stderr). Use inside ``fake_cli_env``."""
-    from ui.cli import main
+    """``ui.cli.main.main(args)`` in this process, with the fake embedder: (exit code, stdout, stderr). Use
+    inside ``fake_cli_env``."""
+    from tests.conftest import FakeEmbedder
+    from ui.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     real_stdin = sys.stdin
@@ -87,7 +85,7 @@ def cli(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
         if stdin is not None:
             sys.stdin = io.StringIO(stdin)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(list(args))
+            code = main(list(args), parts={"embedder": FakeEmbedder()})
     finally:
         sys.stdin = real_stdin
     return code, out.getvalue(), err.getvalue()

@@ -2,7 +2,7 @@
 
     python -m tests.hardening.driver ingest PATH [+ search QUERY ...]
 
-runs ``ui.cli.main`` once per ``+``-separated command, with ``tests.conftest.FakeEmbedder`` in place of
+runs ``ui.cli.main.main`` once per ``+``-separated command, with ``tests.conftest.FakeEmbedder`` in place of
 the sentence-transformers model (fast, deterministic, no model files). Everything else is the real code:
 settings from the environment, the Chroma store on disk, the lock file, the exit codes and messages.
 
@@ -24,24 +24,6 @@ import sys
 import time
 
 from tests.conftest import FakeEmbedder
-
-
-class CliEmbedder(FakeEmbedder):
-    """Takes (and ignores) the arguments ``rag.components`` gives the real embedder."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__()
-
-
-def fake_embedder_property():
-    """A replacement for ``Components.embedder`` that builds the fake embedder, whatever the settings say."""
-    from functools import cached_property
-
-    from rag.components import Components
-
-    prop = cached_property(lambda self: CliEmbedder())
-    prop.__set_name__(Components, "embedder")
-    return prop
 
 
 def pause(point: str) -> None:
@@ -100,13 +82,10 @@ def install_pause_points(point: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    from rag.components import Components
-
-    Components.embedder = fake_embedder_property()
     point = os.environ.get("HARDENING_PAUSE_AT")
     if point:
         install_pause_points(point)
-    from ui.cli import main as cli_main
+    from ui.cli.main import main as cli_main
 
     code = 0
     command: list[str] = []
@@ -114,7 +93,7 @@ def main(argv: list[str]) -> int:
         if arg != "+":
             command.append(arg)
             continue
-        code = cli_main(command)
+        code = cli_main(command, parts={"embedder": FakeEmbedder()})
         if code:
             return code
         command = []

@@ -67,20 +67,17 @@ def ui_index(tmp_path_factory):
 
 
 @contextlib.contextmanager
-def ui_services(data_dir: Path, **settings):
-    """``ui.web.callbacks.Services`` as the app builds them, over ``data_dir``, with the fake embedder."""
+def ui_components(data_dir: Path, **settings):
+    """``Components`` as the app builds them, over ``data_dir``, with the fake embedder."""
     from rag.components import Components
     from rag.settings import load_settings
-    from ui.web.callbacks import Services
 
     with fake_cli_env(data_dir):
-        components = Components(load_settings(**settings))
-        components.__dict__["embedder"] = FakeEmbedder()
-        services = Services(components, probe_timeout=2.0)
+        components = Components(load_settings(**settings), embedder=FakeEmbedder())
         try:
-            yield services
+            yield components
         finally:
-            services.close()
+            components.close()
 
 
 def start_llm_process(port: int, *args: str) -> subprocess.Popen:
@@ -100,10 +97,10 @@ def test_llm_process_killed_mid_answer_then_restarted_in_a_ui_session(ui_index):
     port = free_port()
     llm = start_llm_process(port, "--delay", "0.2", "--chunk-size", "4")  # ~5 s to write it all: time to kill it
     try:
-        with ui_services(ui_index, llm_base_url=f"http://127.0.0.1:{port}/v1", llm_retries=0,
-                         llm_timeout=5) as services:
+        with ui_components(ui_index, llm_base_url=f"http://127.0.0.1:{port}/v1", llm_retries=0,
+                         llm_timeout=5) as components:
             session = ChatSession()
-            updates = callbacks.respond(services, QUESTION, session, services.defaults())
+            updates = callbacks.respond(components, QUESTION, session, components.session_defaults())
             for state in updates:
                 if state.messages[-1]["content"].startswith("FedS"):
                     kill(llm)  # the endpoint's process dies while it writes the answer
@@ -116,11 +113,11 @@ def test_llm_process_killed_mid_answer_then_restarted_in_a_ui_session(ui_index):
             assert partial and REPLY.startswith(partial) and len(partial) < len(REPLY) and "Interrupted" in message
             assert not message.startswith("⚠ **Could not answer")
             assert last.pending is None
-            assert last.history[-1]["role"] == "assistant" and REPLY.startswith(last.history[-1]["content"])
+            assert last.history[-1].role == "assistant" and REPLY.startswith(last.history[-1].content)
 
             llm = start_llm_process(port)  # back on the same port
-            final = list(callbacks.respond(services, "which method predicts training dynamics?", last,
-                                           services.defaults()))[-1]
+            final = list(callbacks.respond(components, "which method predicts training dynamics?", last,
+                                           components.session_defaults()))[-1]
             answer = final.messages[-1]["content"]
             assert answer.startswith(REPLY) and "Interrupted" not in answer
             assert "[1] FedSSM" in answer
@@ -189,8 +186,8 @@ def test_chroma_server_unreachable_then_back_on_the_same_port(chroma_server, bun
 
     settings = {"chroma_host": "127.0.0.1", "chroma_port": chroma_server.port, "collection": "faults",
                 "llm": "extractive"}
-    with ui_services(tmp_path / "ui", **settings) as services:
-        assert "[1] FedSSM" in callbacks.api_chat(services, QUESTION)
+    with ui_components(tmp_path / "ui", **settings) as components:
+        assert "[1] FedSSM" in callbacks.api_chat(components, QUESTION)
 
         chroma_server.crash()
         started = time.monotonic()
@@ -203,15 +200,15 @@ def test_chroma_server_unreachable_then_back_on_the_same_port(chroma_server, bun
         assert "\n" not in message and "Traceback" not in message
 
         # The web UI says so in the chat, the status line and the papers tab, and keeps working.
-        state = list(callbacks.respond(services, QUESTION, ChatSession(), services.defaults()))[-1]
+        state = list(callbacks.respond(components, QUESTION, ChatSession(), components.session_defaults()))[-1]
         assert state.messages[-1]["content"].startswith("⚠ **Could not answer.** cannot reach the Chroma server")
-        assert "cannot reach the Chroma server" in callbacks.status(services, services.defaults())
-        assert "cannot reach the Chroma server" in callbacks.search_papers(services, "")
+        assert "cannot reach the Chroma server" in callbacks.status(components, components.session_defaults())
+        assert "cannot reach the Chroma server" in callbacks.search_papers(components, "")
 
         chroma_server.start()  # same path, same port
         after = [(h.paper_id, round(h.score, 6)) for h in retriever.search(QUESTION, 5)]
         assert after == before
-        state = list(callbacks.respond(services, QUESTION, state, services.defaults()))[-1]
+        state = list(callbacks.respond(components, QUESTION, state, components.session_defaults()))[-1]
         assert "FedSSM" in state.messages[-1]["content"] and "Could not answer" not in state.messages[-1]["content"]
 
 

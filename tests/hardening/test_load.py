@@ -95,7 +95,7 @@ def test_twenty_sessions_at_once_each_get_their_own_answer_and_sources(app):
     assert sorted(TOKEN.findall(r["json"]["messages"][-1]["content"])[0] for r in requests) == sorted(
         t for _, t, _ in asked)
 
-    limit = int(re.search(r"^CONCURRENCY = (\d+)", (PROJECT_ROOT / "ui" / "app.py").read_text(), re.M).group(1))
+    limit = int(re.search(r"^CONCURRENCY = (\d+)", (PROJECT_ROOT / "ui" / "web" / "app.py").read_text(), re.M).group(1))
     peak = app.llm.peak
     assert 1 <= peak <= limit  # the queue's limit holds: the rest wait their turn
     seconds = [r["seconds"] for r in results]

@@ -175,19 +175,29 @@ class StrictEmbedder(FakeEmbedder):
         return super().embed(texts)
 
 
-def services_for(embedder=None):
+def components_for(embedder=None):
     from rag.components import Components
     from rag.settings import load_settings
-    from ui.web.callbacks import Services
 
-    components = Components(load_settings())
-    components.__dict__["embedder"] = embedder or FakeEmbedder()
-    return Services(components, probe_timeout=2.0)
+    return Components(load_settings(), embedder=embedder or FakeEmbedder())
+
+
+def answered_in_the_ui(question: str):
+    """A new web UI session with the server's settings: (its settings, the status line, the session after
+    ``question`` was answered)."""
+    from ui.web import callbacks
+    from ui.web.callbacks import ChatSession
+
+    components = components_for()
+    try:
+        defaults = components.session_defaults()
+        status = callbacks.status(components, defaults)
+        return defaults, status, list(callbacks.respond(components, question, ChatSession(), defaults))[-1]
+    finally:
+        components.close()
 
 
 def test_url_credentials_never_show_but_are_still_sent(index_dir, caplog):
-    from ui.web import callbacks
-    from ui.web.callbacks import ChatSession
 
     caplog.set_level(logging.DEBUG)
     with ScriptedLLMServer(reply="FedSSM selects clients [1].", mode="status", status_code=503,
@@ -195,13 +205,7 @@ def test_url_credentials_never_show_but_are_still_sent(index_dir, caplog):
         url = server.base_url.replace("http://", f"http://bob:{PASSWORD}@")
         with fake_cli_env(index_dir, PAPERCHAT_LLM_BASE_URL=url, PAPERCHAT_LLM_RETRIES="1"):
             code, out, err = cli("doctor")
-            services = services_for()
-            try:
-                defaults = services.defaults()
-                status = callbacks.status(services, defaults)
-                state = list(callbacks.respond(services, QUESTION, ChatSession(), defaults))[-1]
-            finally:
-                services.close()
+            defaults, status, state = answered_in_the_ui(QUESTION)
         sent, plain_url = server.chat_requests[-1], server.base_url
     shown = [out, err, defaults.base_url, status, json.dumps(state.messages), caplog.text]
     assert all(PASSWORD not in text and "bob:" not in text for text in shown), shown
@@ -217,11 +221,11 @@ def test_url_credentials_are_not_in_the_page_config(index_dir):
 
     url = f"http://bob:{PASSWORD}@127.0.0.1:9/v1"
     with fake_cli_env(index_dir, PAPERCHAT_LLM_BASE_URL=url):
-        services = services_for()
+        components = components_for()
         try:
-            config = json.dumps(build_app(services).get_config_file(), default=str)
+            config = json.dumps(build_app(components).get_config_file(), default=str)
         finally:
-            services.close()
+            components.close()
     assert "http://127.0.0.1:9/v1" in config
     assert PASSWORD not in config
 
@@ -247,8 +251,6 @@ ECHOES = {
 
 @pytest.mark.parametrize("echo", list(ECHOES))
 def test_a_key_echoed_in_disguise_is_redacted_everywhere(index_dir, echo):
-    from ui.web import callbacks
-    from ui.web.callbacks import ChatSession
 
     def hidden(text: str) -> bool:
         squeezed = "".join(ch for ch in text.lower() if ch.isalnum())
@@ -260,13 +262,7 @@ def test_a_key_echoed_in_disguise_is_redacted_everywhere(index_dir, echo):
         code, out, err = cli("ask", QUESTION)
         assert code != 0 and "rejected the API key" in err
         doctor = cli("doctor")
-        services = services_for()
-        try:
-            defaults = services.defaults()
-            status = callbacks.status(services, defaults)
-            state = list(callbacks.respond(services, QUESTION, ChatSession(), defaults))[-1]
-        finally:
-            services.close()
+        defaults, status, state = answered_in_the_ui(QUESTION)
     assert "key rejected" in status
     for text in (out, err, doctor[1], doctor[2], status, json.dumps(state.messages)):
         assert hidden(text), text
@@ -303,11 +299,11 @@ def test_a_lone_surrogate_in_the_chat_api_is_answered(index_dir, caplog):
     from ui.web import callbacks
 
     with fake_cli_env(index_dir, PAPERCHAT_LLM="extractive"):
-        services = services_for(StrictEmbedder())
+        components = components_for(StrictEmbedder())
         try:
-            text = callbacks.api_chat(services, "state space \ud800 models for client selection")
+            text = callbacks.api_chat(components, "state space \ud800 models for client selection")
         finally:
-            services.close()
+            components.close()
     assert "FedSSM" in text or "Nearest papers" in text
     assert "Traceback" not in caplog.text
 

@@ -107,35 +107,35 @@ def test_the_key_is_hidden_in_settings_reprs_and_dumps(index_dir):
 
 
 def test_the_key_never_reaches_the_ui_functions(index_dir, server):
-    from rag.components import Components
+    from rag.components import Components, SessionSettings
     from rag.settings import load_settings
-    from ui.web import callbacks, render
-    from ui.web.callbacks import ChatSession, Services, SessionSettings
+    from rag.types import as_messages
+    from ui.shared.text import answer_text, describe_answer_writer
+    from ui.web import callbacks
+    from ui.web.callbacks import ChatSession
 
     server.api_key = "the-right-key"  # rejects ours, echoing it back
     with fake_cli_env(index_dir, PAPERCHAT_LLM_BASE_URL=server.base_url, PAPERCHAT_LLM_API_KEY=KEY,
                       PAPERCHAT_LLM_RETRIES="0"):
-        components = Components(load_settings())
-        components.__dict__["embedder"] = FakeEmbedder()
-        services = Services(components, probe_timeout=2.0)
+        components = Components(load_settings(), embedder=FakeEmbedder())
         try:
-            defaults = services.defaults()
+            defaults = components.session_defaults()
             assert defaults.api_key == ""  # the server's key is never handed to a browser session
-            choices, chosen, line = callbacks.refresh_models(services, defaults)
+            choices, chosen, line = callbacks.refresh_models(components, defaults)
             assert "key rejected" in line
-            status = callbacks.status(services, defaults)
-            state = list(callbacks.respond(services, QUESTION, ChatSession(), defaults))[-1]
+            status = callbacks.status(components, defaults)
+            state = list(callbacks.respond(components, QUESTION, ChatSession(), defaults))[-1]
             assert "Could not answer" in state.messages[-1]["content"]
             typed = SessionSettings(base_url=server.base_url, api_key=KEY + "-typed")
-            typed_status = callbacks.status(services, typed)
+            typed_status = callbacks.status(components, typed)
             shown = [repr(defaults), repr(typed), str(choices), chosen, line, status, typed_status,
-                     json.dumps(state.messages), state.panel, json.dumps(state.history),
-                     callbacks.backend_description(services, defaults), render.api_text(
-                         services.pipeline_for(SessionSettings(extractive=True)).answer(QUESTION))]
+                     json.dumps(state.messages), state.panel, json.dumps(as_messages(state.history)),
+                     describe_answer_writer(components, defaults), answer_text(
+                         components.pipeline_for(SessionSettings(extractive=True)).answer(QUESTION))]
             no_key(*shown)
             assert all(KEY + "-typed" not in text for text in shown)
         finally:
-            services.close()
+            components.close()
 
 
 @pytest.mark.slow
@@ -143,17 +143,14 @@ def test_the_key_is_not_in_the_page_config_the_browser_gets(index_dir, server):
     from rag.components import Components
     from rag.settings import load_settings
     from ui.web.app import build_app
-    from ui.web.callbacks import Services
 
     with fake_cli_env(index_dir, PAPERCHAT_LLM_BASE_URL=server.base_url, PAPERCHAT_LLM_API_KEY=KEY):
-        components = Components(load_settings())
-        components.__dict__["embedder"] = FakeEmbedder()
-        services = Services(components, probe_timeout=2.0)
+        components = Components(load_settings(), embedder=FakeEmbedder())
         try:
-            demo = build_app(services)
+            demo = build_app(components)
             config = json.dumps(demo.get_config_file(), default=str)
         finally:
-            services.close()
+            components.close()
     assert server.base_url in config  # the settings tab shows the endpoint...
     no_key(config)  # ...never the key
 
@@ -211,7 +208,7 @@ def test_the_ui_listens_on_loopback_by_default_and_says_so_when_opened_up(monkey
 
 
 def test_serve_options_default_to_loopback_without_share():
-    from ui.cli import build_parser
+    from ui.cli.main import build_parser
 
     args = build_parser().parse_args(["serve"])
     assert args.host is None and args.share is False  # None: GRADIO_SERVER_NAME, else 127.0.0.1
@@ -322,22 +319,20 @@ def test_an_over_long_follow_up_in_the_web_ui_is_refused_before_any_model_call(i
     from rag.errors import QueryError
     from rag.settings import load_settings
     from ui.web import callbacks
-    from ui.web.callbacks import ChatSession, Services
+    from ui.web.callbacks import ChatSession
 
     with fake_cli_env(index_dir, PAPERCHAT_LLM_BASE_URL=server.base_url):
-        components = Components(load_settings())
-        components.__dict__["embedder"] = FakeEmbedder()
-        services = Services(components, probe_timeout=2.0)
+        components = Components(load_settings(), embedder=FakeEmbedder())
         try:
-            session = list(callbacks.respond(services, QUESTION, ChatSession(), services.defaults()))[-1]
+            session = list(callbacks.respond(components, QUESTION, ChatSession(), components.session_defaults()))[-1]
             assert len(server.chat_requests) == 1 and session.history
-            session = list(callbacks.respond(services, HUGE, session, services.defaults()))[-1]
+            session = list(callbacks.respond(components, HUGE, session, components.session_defaults()))[-1]
             assert len(server.chat_requests) == 1, "the over-long follow-up reached the endpoint"
             assert "the limit is 4,000" in session.messages[-1]["content"]
             with pytest.raises(QueryError, match="the limit is 4,000"):
-                callbacks.api_chat(services, HUGE)
+                callbacks.api_chat(components, HUGE)
         finally:
-            services.close()
+            components.close()
 
 
 # --- no pickle, eval or exec of anything stored -----------------------------------------------------------------------
@@ -421,29 +416,27 @@ def test_a_hanging_endpoint_fails_within_seconds_with_the_timeout_message(index_
 
 
 def test_a_session_endpoint_must_be_http_and_never_gets_the_server_key(index_dir, server):
-    from rag.components import Components
+    from rag.components import Components, SessionSettings
     from rag.settings import load_settings
     from ui.web import callbacks
-    from ui.web.callbacks import ChatSession, Services, SessionSettings
+    from ui.web.callbacks import ChatSession
 
     with ScriptedLLMServer(reply=SUPPORTED_REPLY) as elsewhere, fake_cli_env(
         index_dir, PAPERCHAT_LLM_BASE_URL=server.base_url, PAPERCHAT_LLM_API_KEY=KEY
     ):
-        components = Components(load_settings())
-        components.__dict__["embedder"] = FakeEmbedder()
-        services = Services(components, probe_timeout=2.0)
+        components = Components(load_settings(), embedder=FakeEmbedder())
         try:
             for url in ("file:///etc/passwd", "gopher://127.0.0.1:70/", "ftp://example.org/"):
-                line = callbacks.status(services, SessionSettings(base_url=url))
+                line = callbacks.status(components, SessionSettings(base_url=url))
                 assert "must start with http:// or https://" in line
-                state = list(callbacks.respond(services, QUESTION, ChatSession(), SessionSettings(base_url=url)))[-1]
+                state = list(callbacks.respond(components, QUESTION, ChatSession(), SessionSettings(base_url=url)))[-1]
                 assert "must start with http:// or https://" in state.messages[-1]["content"]
-            state = list(callbacks.respond(services, QUESTION, ChatSession(),
+            state = list(callbacks.respond(components, QUESTION, ChatSession(),
                                            SessionSettings(base_url=elsewhere.base_url)))[-1]
             assert elsewhere.requests and all("Authorization" not in r["headers"] for r in elsewhere.requests)
             assert "FedSSM" in state.messages[-1]["content"]
         finally:
-            services.close()
+            components.close()
     assert not [r for r in server.requests if r["method"] == "POST"]  # nothing went to the server's endpoint
 
 

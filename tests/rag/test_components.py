@@ -1,4 +1,5 @@
-"""Which embedder the settings and the index choose, and what happens when the ONNX export cannot be made."""
+"""The composition root: which embedder the settings and the index choose (and what happens when the ONNX
+export cannot be made), parts given instead of built, the answer writer and its notice, session pipelines."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag.components import Components, build_embedder, choose_embedding_backend
+from rag.components import HOW_TO_GENERATE, Components, SessionSettings
 from rag.embedding.models import BUNDLED_MODEL_NAME, ModelRef, SentenceTransformerEmbedder, bundled_model_dir
 from rag.embedding.onnx import ensure_onnx
 from rag.embedding.onnx_embedder import OnnxEmbedder
 from rag.embedding.onnx_files import INT8_SUFFIX, mean_pooled
+from rag.embedding.runtime import build_embedder, choose_embedding_runtime
 from rag.errors import ModelNotFound
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -53,18 +55,18 @@ def _copy_model(tmp_path: Path, pooling: dict | None = None, extra_module: dict 
 
 
 def test_auto_follows_what_the_index_was_built_with(bundled):
-    assert choose_embedding_backend("auto", bundled, BUNDLED_MODEL_NAME + INT8_SUFFIX) == "onnx-int8"
+    assert choose_embedding_runtime("auto", bundled, BUNDLED_MODEL_NAME + INT8_SUFFIX) == "onnx-int8"
     # An index built by torch holds the fp32 vectors, which the fp32 export reproduces.
-    assert choose_embedding_backend("auto", bundled, BUNDLED_MODEL_NAME) == "onnx"
+    assert choose_embedding_runtime("auto", bundled, BUNDLED_MODEL_NAME) == "onnx"
 
 
 def test_auto_builds_a_new_index_of_the_bundled_model_with_int8(bundled):
-    assert choose_embedding_backend("auto", bundled, None) == "onnx-int8"
+    assert choose_embedding_runtime("auto", bundled, None) == "onnx-int8"
 
 
 def test_auto_keeps_other_models_at_full_precision(tmp_path):
     ref = ModelRef.resolve(str(_copy_model(tmp_path)))
-    assert choose_embedding_backend("auto", ref, None) == "onnx"
+    assert choose_embedding_runtime("auto", ref, None) == "onnx"
 
 
 @pytest.mark.parametrize(
@@ -78,16 +80,16 @@ def test_auto_keeps_other_models_at_full_precision(tmp_path):
 def test_auto_keeps_models_onnx_cannot_reproduce_on_torch(tmp_path, pooling, extra_module):
     folder = _copy_model(tmp_path, pooling, extra_module)
     assert not mean_pooled(folder)
-    assert choose_embedding_backend("auto", ModelRef.resolve(str(folder)), None) == "torch"
+    assert choose_embedding_runtime("auto", ModelRef.resolve(str(folder)), None) == "torch"
 
 
 def test_a_model_known_only_by_name_stays_on_torch():
-    assert choose_embedding_backend("auto", ModelRef("org/some-model", None), None) == "torch"
+    assert choose_embedding_runtime("auto", ModelRef("org/some-model", None), None) == "torch"
 
 
 @pytest.mark.parametrize("configured", ["torch", "onnx", "onnx-int8"])
 def test_an_explicit_backend_is_taken_as_given(bundled, configured):
-    assert choose_embedding_backend(configured, bundled, BUNDLED_MODEL_NAME) == configured
+    assert choose_embedding_runtime(configured, bundled, BUNDLED_MODEL_NAME) == configured
 
 
 # --- building -----------------------------------------------------------------------------------------
@@ -146,10 +148,65 @@ def test_onnx_needs_a_model_folder(settings_factory):
         build_embedder(settings, None)
 
 
+class UntouchableStore:
+    """A store that fails the test when anything is asked of it."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"the store was used: {name}")
+
+
 def test_components_read_the_index_model_only_for_auto(settings_factory, tmp_path):
-    components = Components(settings_factory(embedding_backend="torch"))
-    assert components._indexed_model() is None
-    assert "store" not in components.__dict__  # an explicit backend never opens the store to decide
+    components = Components(settings_factory(embedding_backend="torch"), store=UntouchableStore())
+    assert components._indexed_model() is None  # an explicit runtime never opens the store to decide
+
+
+def test_given_parts_are_used_instead_of_built(settings_factory, fake_embedder):
+    store = UntouchableStore()
+    components = Components(settings_factory(), embedder=fake_embedder, store=store)
+    assert components.embedder is fake_embedder and components.store is store
+
+
+class ScriptedChatModel:
+    label = "scripted"
+    closed = False
+
+    def stream(self, messages, *, max_tokens=None, temperature=None):
+        yield from ()
+
+    def close(self):
+        self.closed = True
+
+
+def test_a_given_chat_model_writes_the_answers_and_stays_open(settings_factory, fake_embedder):
+    model = ScriptedChatModel()
+    components = Components(settings_factory(llm="auto"), embedder=fake_embedder, chat_model=model)
+    assert components.answer_writer() == "endpoint" and components.chat_model is model
+    assert components.pipeline.chat_model is model and components.notice() == ""
+    components.close()
+    assert not model.closed  # the caller gave it: the caller closes it
+
+
+def test_the_notice_is_asked_for_not_a_side_effect(settings_factory, fake_embedder, monkeypatch):
+    import rag.llm.embedded_model
+
+    monkeypatch.setattr(rag.llm.embedded_model, "embedded_server_installed", lambda: False)
+    components = Components(settings_factory(llm="auto"), embedder=fake_embedder)
+    assert components.built_chat_model is None
+    assert components.notice() == HOW_TO_GENERATE  # before any chat model was built
+    assert components.chat_model is None and components.notice() == HOW_TO_GENERATE
+    assert Components(settings_factory(llm="extractive")).notice() == ""
+
+
+def test_session_pipelines_are_cached_per_distinct_settings(settings_factory, fake_embedder):
+    components = Components(settings_factory(llm="extractive"), embedder=fake_embedder)
+    extractive = components.pipeline_for(SessionSettings(extractive=True))
+    assert components.pipeline_for(SessionSettings(extractive=True)) is extractive
+    assert components.pipeline_for(SessionSettings()) is components.pipeline  # the server's own settings
+    first = components.pipeline_for(SessionSettings(base_url="http://127.0.0.1:9/v1", model="m"))
+    assert components.pipeline_for(SessionSettings(base_url="http://127.0.0.1:9/v1", model="m")) is first
+    other = components.pipeline_for(SessionSettings(base_url="http://127.0.0.1:9/v1", model="m", api_key="k"))
+    assert other is not first and other.chat_model.model == "m"
+    components.close()
 
 
 # --- the whole path ---------------------------------------------------------------------------------------
@@ -160,7 +217,7 @@ def test_ingest_then_search_runs_int8_and_never_imports_torch(tmp_path, model_ca
     env_code = f"""
 import json, os, sys
 os.environ.update(PAPERCHAT_DATA_DIR={str(tmp_path / 'index')!r}, PAPERCHAT_MODEL_CACHE_DIR={str(model_cache)!r})
-from ui.cli import main
+from ui.cli.main import main
 code = main(sys.argv[1:])
 heavy = sorted(m for m in ("torch", "sentence_transformers", "transformers") if m in sys.modules)
 print(json.dumps({{"code": code, "heavy": heavy}}))

@@ -1,4 +1,4 @@
-"""Fixtures for the UI tests: a tiny real index (fake embedder) behind real ``Services``."""
+"""Fixtures for the UI tests: a tiny real index (fake embedder) behind real ``Components``."""
 
 from __future__ import annotations
 
@@ -40,24 +40,21 @@ def tiny_papers():
 
 
 @pytest.fixture
-def make_services(settings_factory, fake_embedder):
-    """``make_services(**settings)`` -> Services over a tiny index built with the fake embedder."""
+def make_components(settings_factory, fake_embedder):
+    """``make_components(**settings)`` -> Components over a tiny index built with the fake embedder."""
     from rag.components import Components
-    from ui.web.callbacks import Services
 
     made = []
 
     def make(**overrides):
-        components = Components(settings_factory(**overrides))
-        components.__dict__["embedder"] = fake_embedder  # cached_property: every part built later uses it
+        components = Components(settings_factory(**overrides), embedder=fake_embedder)
         components.ingestor(show_progress=False).ingest(tiny_papers())
-        services = Services(components, probe_timeout=2.0)
-        made.append(services)
-        return services
+        made.append(components)
+        return components
 
     yield make
-    for services in made:
-        services.close()
+    for components in made:
+        components.close()
 
 
 # --- helpers for the slow tests that start real processes ----------------------------------------------------------
@@ -111,9 +108,9 @@ API_KEY = "test-api-key-7f3c9a"
 class ServedApp:
     """A running app (UI, ``/v1``, ``/mcp`` on one 127.0.0.1 port) in this process, over the tiny index."""
 
-    def __init__(self, url: str, services, demo, llm) -> None:
+    def __init__(self, url: str, components, demo, llm) -> None:
         self.url = url  # ends in "/"
-        self.services = services
+        self.components = components
         self.demo = demo
         self.llm = llm  # the scripted endpoint behind the "paperchat" model
 
@@ -133,8 +130,8 @@ def served_app(tmp_path_factory, request):
     from tests.conftest import FakeEmbedder
     from tests.fake_llm import ScriptedLLMServer
     from tests.processes import free_port
-    from ui.web.app import build_app, launch
-    from ui.web.callbacks import Services
+    from ui.serve import launch_with_api
+    from ui.web.app import build_app
 
     overrides = dict(getattr(request.module, "SERVED_SETTINGS", {}))
     host = overrides.pop("host", "127.0.0.1")
@@ -145,14 +142,12 @@ def served_app(tmp_path_factory, request):
                 mp.delenv(key)
         settings = load_settings(data_dir=folder / "index", llm="endpoint", llm_base_url=llm.base_url,
                                  llm_retries=0, **overrides)
-        components = Components(settings)
-        components.__dict__["embedder"] = FakeEmbedder()
+        components = Components(settings, embedder=FakeEmbedder())
         components.ingestor(show_progress=False).ingest(tiny_papers())
-        services = Services(components, probe_timeout=2.0)
-        demo = build_app(services)
+        demo = build_app(components)
         try:
-            url = launch(demo, settings, host=host, port=free_port(), services=services)
-            yield ServedApp(url.replace("0.0.0.0", "127.0.0.1"), services, demo, llm)
+            url = launch_with_api(demo, components, host=host, port=free_port())
+            yield ServedApp(url.replace("0.0.0.0", "127.0.0.1"), components, demo, llm)
         finally:
             demo.close()
-            services.close()
+            components.close()

@@ -7,11 +7,12 @@ import asyncio
 import pytest
 
 from rag.errors import QueryError, ServerBusy, UnknownModel
-from rag.types import Answer, Citation, Hit
+from rag.types import Answer, Citation, Hit, Turn
 
 
 def test_sources_block_round_trip():
-    from ui.api.answers import answer_text, sources_tail, split_sources
+    from ui.api.answers import sources_tail, split_sources
+    from ui.shared.text import answer_text
 
     answer = Answer(question="q", answer="FedSSM does it [1], and CausalAno too [2].", citations=[
         Citation(1, "a#1", "FedSSM", "000.txt", 1), Citation(2, "b", "Causal — Ano", "extra.jsonl", 4, weak=True)])
@@ -38,11 +39,11 @@ def test_citation_fields_forward_what_to_dict_gives(monkeypatch):
     assert citation_fields(answer)["claims"] == [{"supported": True, "x": 1}]
 
 
-def test_conversation_reads_turns_and_cited_papers(make_services):
+def test_conversation_reads_turns_and_cited_papers(make_components):
     from ui.api.answers import conversation
 
-    services = make_services(llm="extractive")
-    question, history = conversation(services, [
+    components = make_components(llm="extractive")
+    question, history = conversation(components, [
         {"role": "system", "content": "be brief"},
         {"role": "user", "content": [{"type": "text", "text": "which papers"}, {"type": "text", "text": "on FL?"}]},
         {"role": "assistant", "content": "FedSSM [1].\n\nSources:\n[1] FedSSM — 000_dcbf1b5d2daaeff5.txt #1\n"
@@ -50,45 +51,47 @@ def test_conversation_reads_turns_and_cited_papers(make_services):
         {"role": "user", "content": "  and the first one?  "},
     ])
     assert question == "and the first one?"
-    assert history == [{"role": "user", "content": "which papers\non FL?"},
-                       {"role": "assistant", "content": "FedSSM [1].", "papers": ["000_dcbf1b5d2daaeff5.txt#1"]}]
+    assert history == [Turn("user", "which papers\non FL?"),
+                       Turn("assistant", "FedSSM [1].", ("000_dcbf1b5d2daaeff5.txt#1",))]
 
 
 @pytest.mark.parametrize("messages", [None, [], "hi", [1], [{"role": "user"}], [{"role": "user", "content": 3}],
                                       [{"role": "bot", "content": "x"}], [{"role": "user", "content": "a"},
                                                                           {"role": "assistant", "content": "b"}]])
-def test_conversation_rejects_bad_messages_in_one_line(make_services, messages):
+def test_conversation_rejects_bad_messages_in_one_line(make_components, messages):
     from ui.api.answers import conversation
 
     with pytest.raises(QueryError) as caught:
-        conversation(make_services(llm="extractive"), messages)
+        conversation(make_components(llm="extractive"), messages)
     assert "\n" not in str(caught.value)
 
 
-def test_history_of_the_ask_tool_keeps_given_paper_ids(make_services):
+def test_history_of_the_ask_tool_keeps_given_paper_ids(make_components):
     from ui.api.answers import history_from
 
-    services = make_services(llm="extractive")
-    history = history_from(services, [{"role": "user", "content": "q"},
+    components = make_components(llm="extractive")
+    history = history_from(components, [{"role": "user", "content": "q"},
                                       {"role": "assistant", "content": "A [1].", "papers": ["probe-xss"]}])
-    assert history[1] == {"role": "assistant", "content": "A [1].", "papers": ["probe-xss"]}
-    assert history_from(services, None) == []
+    assert history[1] == Turn("assistant", "A [1].", ("probe-xss",))
+    assert history[1].to_dict() == {"role": "assistant", "content": "A [1].", "papers": ["probe-xss"]}
+    assert history_from(components, None) == []
     with pytest.raises(QueryError):
-        history_from(services, "not a list")
+        history_from(components, "not a list")
 
 
-def test_pipeline_for_models(make_services, llm_server):
+def test_pipeline_for_models(make_components, llm_server):
     from ui.api.answers import pipeline_for
 
-    services = make_services(llm_base_url=llm_server.base_url)
-    default = pipeline_for(services, "paperchat")
+    components = make_components(llm_base_url=llm_server.base_url)
+    default = pipeline_for(components, "paperchat")
     assert default.chat_model is not None
-    assert pipeline_for(services, "paperchat-extractive").chat_model is None
-    shorter = pipeline_for(services, "paperchat", max_tokens=50)
+    assert pipeline_for(components, "paperchat-extractive").chat_model is None
+    shorter = pipeline_for(components, "paperchat", max_tokens=50)
     assert shorter.config.max_tokens == 50 and shorter.chat_model is default.chat_model
-    assert pipeline_for(services, "paperchat", max_tokens=10**6).config.max_tokens == services.settings.llm_max_tokens
+    longest = pipeline_for(components, "paperchat", max_tokens=10**6)
+    assert longest.config.max_tokens == components.settings.llm_max_tokens
     with pytest.raises(UnknownModel, match="paperchat, paperchat-extractive"):
-        pipeline_for(services, "gpt-4o")
+        pipeline_for(components, "gpt-4o")
 
 
 def test_gate_lets_some_wait_and_turns_the_rest_away():

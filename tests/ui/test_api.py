@@ -99,8 +99,8 @@ def test_raw_stream_ends_with_done(served_app, llm):
 
 
 def test_a_follow_up_in_messages_resolves_as_in_the_ui(client, served_app):
-    from ui.web import render
-    from ui.web.callbacks import SessionSettings
+    from rag.components import SessionSettings
+    from rag.types import Turn
 
     first_question = "Which papers detect anomalies with causal graphs or calibrate LLMs?"
     first = client.chat.completions.create(model="paperchat-extractive", messages=user(first_question))
@@ -112,10 +112,9 @@ def test_a_follow_up_in_messages_resolves_as_in_the_ui(client, served_app):
     answer = client.chat.completions.create(model="paperchat-extractive", messages=messages)
 
     # The UI's session keeps the previous answer's cited papers; the API reads them back from the text.
-    pipeline = served_app.services.pipeline_for(SessionSettings(extractive=True))
+    pipeline = served_app.components.pipeline_for(SessionSettings(extractive=True))
     previous = pipeline.answer(first_question)
-    expected = pipeline.answer(follow_up, [{"role": "user", "content": first_question},
-                                           render.history_entry(previous)])
+    expected = pipeline.answer(follow_up, [Turn.asked(first_question).to_dict(), Turn.answered(previous).to_dict()])
     meta = answer.model_extra["paperchat"]
     assert meta["search_query"] == expected.search_query != follow_up  # the second paper's title was added
     assert meta["sources"][0]["paper_id"] == cited[1]  # "the second one" is pinned first, as in the UI
@@ -322,8 +321,8 @@ def test_what_other_clients_send_is_accepted(served_app, llm):
 
 
 def test_the_start_up_message_says_a_key_is_needed(served_app):
-    from ui.api.v1 import build_service
+    from ui.api.service import build_service
 
-    service = build_service(served_app.services, host="0.0.0.0", loopback=False)
+    service = build_service(served_app.components, host="0.0.0.0", loopback=False)
     assert service.message == "OpenAI-compatible API at /v1, MCP at /mcp (each request needs PAPERCHAT_API_KEY)"
     assert API_KEY not in service.message

@@ -23,7 +23,7 @@ def test_the_api_and_mcp_are_off_and_say_how_to_turn_them_on(served_app, capsys)
 
 
 def test_the_start_up_message_says_so(served_app):
-    from ui.api.v1 import build_service
+    from ui.api.service import build_service
 
-    service = build_service(served_app.services, host="0.0.0.0", loopback=False)
+    service = build_service(served_app.components, host="0.0.0.0", loopback=False)
     assert "the API and MCP server are off" in service.message and "PAPERCHAT_API_KEY" in service.message

@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import PROJECT_ROOT
 from tests.fake_llm import ScriptedLLMServer, free_port
-from ui.cli import main
+from ui.cli.main import main
 
 pytestmark = pytest.mark.slow
 KEY = "sk-test-SECRET-123"

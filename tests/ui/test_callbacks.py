@@ -7,11 +7,14 @@ import threading
 
 import pytest
 
+from rag.components import MAX_TOP_K, SessionSettings
 from rag.errors import QueryError
+from rag.redact import redact_url
+from rag.types import Turn
 from tests.fake_llm import ScriptedLLMServer, free_port
 from tests.ui.conftest import IMG_PAYLOAD, SCRIPT_PAYLOAD
 from ui.web import callbacks, render
-from ui.web.callbacks import ChatSession, SessionSettings
+from ui.web.callbacks import ChatSession
 
 QUESTION = "Which papers use state space models for client selection?"
 FEDSSM = "000_dcbf1b5d2daaeff5.txt#1"
@@ -22,12 +25,12 @@ def every_update(monkeypatch):
     monkeypatch.setattr(callbacks, "STREAM_INTERVAL", 0.0)
 
 
-def run(services, question, session=None, settings=None):
+def run(components, question, session=None, settings=None):
     """All sessions a respond() yields (snapshots of what was shown), and the session."""
     session = session if session is not None else ChatSession()
-    settings = settings or services.defaults()
+    settings = settings or components.session_defaults()
     shown = []
-    for current in callbacks.respond(services, question, session, settings):
+    for current in callbacks.respond(components, question, session, settings):
         assert current is session
         shown.append(([dict(m) for m in current.messages], current.panel))
     return shown, session
@@ -37,11 +40,11 @@ def texts(messages):
     return [m["content"] for m in messages]
 
 
-def test_answer_streams_then_shows_sources(make_services, llm_server):
+def test_answer_streams_then_shows_sources(make_components, llm_server):
     llm_server.reply = "FedSSM predicts training dynamics through decision-aware state space models [1]."
     llm_server.chunk_size = 4
-    services = make_services(llm_base_url=llm_server.base_url)
-    shown, session = run(services, QUESTION)
+    components = make_components(llm_base_url=llm_server.base_url)
+    shown, session = run(components, QUESTION)
 
     assert len(shown) > 5  # searching, sources, several pieces of text, final
     assert shown[0][0][-1]["content"].startswith("*Searching")
@@ -57,15 +60,15 @@ def test_answer_streams_then_shows_sources(make_services, llm_server):
     assert "Cited papers (1)" in final_panel and "<mark>" in final_panel
     assert "supported" in final_panel or "weak" in final_panel  # per-claim support shown
     assert "Retrieved but not cited" in final_panel
-    assert session.history[-1]["papers"] == [FEDSSM]
-    assert session.history[-2] == {"role": "user", "content": QUESTION}
+    assert session.history[-1].papers == (FEDSSM,)
+    assert session.history[-2] == Turn("user", QUESTION)
     assert session.pending is None and session.panels[1] == final_panel
 
 
-def test_unsupported_claims_are_struck_and_flagged(make_services, llm_server):
+def test_unsupported_claims_are_struck_and_flagged(make_components, llm_server):
     llm_server.reply = "Qux zork blorp frobnicate wibble [1]."
-    services = make_services(llm_base_url=llm_server.base_url)
-    shown, _ = run(services, QUESTION)
+    components = make_components(llm_base_url=llm_server.base_url)
+    shown, _ = run(components, QUESTION)
     messages, panel = shown[-1]
     assert messages[-1]["content"].startswith("~~Qux zork blorp frobnicate wibble~~ [unsupported].")
     assert "1 claim that no abstract supports is struck through" in messages[-1]["content"]
@@ -74,10 +77,10 @@ def test_unsupported_claims_are_struck_and_flagged(make_services, llm_server):
     assert "Cited papers" not in panel  # the marker pointed at a source that does not say it: no citation
 
 
-def test_corpus_and_model_markup_is_shown_as_text(make_services, llm_server):
+def test_corpus_and_model_markup_is_shown_as_text(make_components, llm_server):
     llm_server.reply = f"FedSSM selects clients [1]. {IMG_PAYLOAD} ![x](http://example.invalid/p.png) {SCRIPT_PAYLOAD}"
-    services = make_services(llm_base_url=llm_server.base_url)
-    shown, _ = run(services, "markup injection federated client selection state space models script")
+    components = make_components(llm_base_url=llm_server.base_url)
+    shown, _ = run(components, "markup injection federated client selection state space models script")
     for messages, panel in shown:
         for text in [*texts(messages), panel]:
             assert "<img" not in text and "<script" not in text and "<b>" not in text
@@ -88,33 +91,33 @@ def test_corpus_and_model_markup_is_shown_as_text(make_services, llm_server):
     assert "ProbeXSS &lt;b&gt;bold&lt;/b&gt;" in panel
 
 
-def test_follow_up_uses_the_conversation(make_services, llm_server):
+def test_follow_up_uses_the_conversation(make_components, llm_server):
     llm_server.reply = "FedSSM predicts training dynamics through decision-aware state space models [1]."
-    services = make_services(llm_base_url=llm_server.base_url)
-    _, session = run(services, QUESTION)
+    components = make_components(llm_base_url=llm_server.base_url)
+    _, session = run(components, QUESTION)
     llm_server.reply = (
         "Experiments on four multimodal benchmarks demonstrate that FedSSM achieves accuracy improvements [1]."
     )
-    shown, session = run(services, "What did the first one evaluate on?", session)
+    shown, session = run(components, "What did the first one evaluate on?", session)
     assert [m["role"] for m in shown[-1][0]] == ["user", "assistant", "user", "assistant"]
     chat = [r for r in llm_server.requests if r["method"] == "POST"][-1]["json"]
     prompt = chat["messages"][-1]["content"]
     assert "[1] FedSSM" in prompt  # "the first one" is pinned to the paper the last answer cited
-    assert len(session.history) == 4 and session.history[-1]["papers"] == [FEDSSM]
+    assert len(session.history) == 4 and session.history[-1].papers == (FEDSSM,)
 
 
-def test_sessions_are_independent(make_services, llm_server):
+def test_sessions_are_independent(make_components, llm_server):
     def echo(body):
         return "Answer for " + body["messages"][-1]["content"].rsplit("Question: ", 1)[-1] + " [1]."
 
     llm_server.reply = echo
     # The fake embedder's similarities are not the real model's: no relevance gate here.
-    services = make_services(llm_base_url=llm_server.base_url, min_relevance=0.0)
+    components = make_components(llm_base_url=llm_server.base_url, min_relevance=0.0)
     alice, bob = ChatSession(), ChatSession()
     results = {}
 
     def ask(name, session, question):
-        results[name] = run(services, question, session)
+        results[name] = run(components, question, session)
 
     threads = [threading.Thread(target=ask, args=("alice", alice, QUESTION)),
                threading.Thread(target=ask, args=("bob", bob, "Which papers detect anomalies with causal graphs?"))]
@@ -128,34 +131,34 @@ def test_sessions_are_independent(make_services, llm_server):
     assert alice.panel != bob.panel
 
 
-def test_session_settings_pick_the_pipeline(make_services, llm_server):
-    services = make_services(llm_base_url=llm_server.base_url)
-    default = services.pipeline_for(services.defaults())
-    assert default is services.components.pipeline
+def test_session_settings_pick_the_pipeline(make_components, llm_server):
+    components = make_components(llm_base_url=llm_server.base_url)
+    default = components.pipeline_for(components.session_defaults())
+    assert default is components.pipeline
     hot = SessionSettings(base_url=llm_server.base_url, temperature=0.9)
-    assert services.pipeline_for(hot) is services.pipeline_for(hot)  # cached per distinct settings
-    assert services.pipeline_for(hot) is not default and services.pipeline_for(hot).config.temperature == 0.9
+    assert components.pipeline_for(hot) is components.pipeline_for(hot)  # cached per distinct settings
+    assert components.pipeline_for(hot) is not default and components.pipeline_for(hot).config.temperature == 0.9
     other = SessionSettings(base_url=llm_server.base_url, model="other-model")
-    assert services.pipeline_for(other).chat_model.model == "other-model"
-    assert services.pipeline_for(SessionSettings(extractive=True)).chat_model is None
+    assert components.pipeline_for(other).chat_model.model == "other-model"
+    assert components.pipeline_for(SessionSettings(extractive=True)).chat_model is None
 
-    run(services, QUESTION, settings=SessionSettings(base_url=llm_server.base_url, model="m2", temperature=0.7))
+    run(components, QUESTION, settings=SessionSettings(base_url=llm_server.base_url, model="m2", temperature=0.7))
     sent = [r for r in llm_server.requests if r["method"] == "POST"][-1]["json"]
     assert sent["model"] == "m2" and sent["temperature"] == 0.7
 
 
-def test_extractive_mode_needs_no_llm(make_services, llm_server):
-    services = make_services(llm_base_url=llm_server.base_url)
-    shown, session = run(services, QUESTION, settings=SessionSettings(extractive=True))
+def test_extractive_mode_needs_no_llm(make_components, llm_server):
+    components = make_components(llm_base_url=llm_server.base_url)
+    shown, session = run(components, QUESTION, settings=SessionSettings(extractive=True))
     assert not [r for r in llm_server.requests if r["method"] == "POST"]
     assert "[1]" in shown[-1][0][-1]["content"] and "FedSSM" in shown[-1][1]
-    assert "extractive" in services.pipeline_for(SessionSettings(extractive=True)).backend
+    assert "extractive" in components.pipeline_for(SessionSettings(extractive=True)).backend
 
 
-def test_endpoint_down_is_a_readable_message_and_the_next_question_works(make_services, llm_server):
-    services = make_services(llm_base_url=llm_server.base_url)
+def test_endpoint_down_is_a_readable_message_and_the_next_question_works(make_components, llm_server):
+    components = make_components(llm_base_url=llm_server.base_url)
     down = SessionSettings(base_url=f"http://127.0.0.1:{free_port()}/v1")
-    shown, session = run(services, QUESTION, settings=down)
+    shown, session = run(components, QUESTION, settings=down)
     message = shown[-1][0][-1]["content"]
     assert message.startswith("⚠ **Could not answer.**") and "127.0.0.1" in message
     assert "Start a server" in message or "PAPERCHAT_LLM_BASE_URL" in message  # the fix is part of the message
@@ -163,82 +166,82 @@ def test_endpoint_down_is_a_readable_message_and_the_next_question_works(make_se
     assert session.history == [] and session.pending is None
 
     llm_server.reply = "FedSSM predicts training dynamics through decision-aware state space models [1]."
-    shown, session = run(services, QUESTION, session)
+    shown, session = run(components, QUESTION, session)
     assert shown[-1][0][-1]["content"].startswith("FedSSM predicts")
     assert [m["role"] for m in session.messages] == ["user", "assistant", "user", "assistant"]
 
 
-def test_rejected_key_is_explained_and_never_shown(make_services, llm_server):
+def test_rejected_key_is_explained_and_never_shown(make_components, llm_server):
     llm_server.api_key = "right-key"
-    services = make_services(llm_base_url=llm_server.base_url)
+    components = make_components(llm_base_url=llm_server.base_url)
     wrong = SessionSettings(base_url=llm_server.base_url, api_key="wrong-key-123")
-    shown, _ = run(services, QUESTION, settings=wrong)
+    shown, _ = run(components, QUESTION, settings=wrong)
     message = shown[-1][0][-1]["content"]
     assert "key" in message.lower() and "wrong-key-123" not in message and "wrong-key-123" not in shown[-1][1]
     assert "wrong-key-123" not in repr(wrong)
-    line = callbacks.status(services, wrong)
+    line = callbacks.status(components, wrong)
     assert "key rejected" in line and "wrong-key-123" not in line
 
     right = SessionSettings(base_url=llm_server.base_url, api_key="right-key")
-    shown, _ = run(services, QUESTION, settings=right)
+    shown, _ = run(components, QUESTION, settings=right)
     assert not shown[-1][0][-1]["content"].startswith("⚠")
-    assert "✓ reachable" in callbacks.status(services, right)
+    assert "✓ reachable" in callbacks.status(components, right)
 
 
-def test_server_key_goes_only_to_the_server_endpoint(make_services, llm_server):
-    services = make_services(llm_base_url=llm_server.base_url, llm_api_key="server-secret")
+def test_server_key_goes_only_to_the_server_endpoint(make_components, llm_server):
+    components = make_components(llm_base_url=llm_server.base_url, llm_api_key="server-secret")
     with ScriptedLLMServer() as elsewhere:
-        run(services, QUESTION, settings=SessionSettings(base_url=elsewhere.base_url))
+        run(components, QUESTION, settings=SessionSettings(base_url=elsewhere.base_url))
         assert elsewhere.requests and all("Authorization" not in r["headers"] for r in elsewhere.requests)
-    run(services, QUESTION)
+    run(components, QUESTION)
     assert llm_server.requests[-1]["headers"]["Authorization"] == "Bearer server-secret"
 
 
-def test_timeout_is_reported(make_services, llm_server):
+def test_timeout_is_reported(make_components, llm_server):
     llm_server.mode = "hang"
-    services = make_services(llm_base_url=llm_server.base_url, llm_timeout=0.5, llm_retries=0)
-    shown, session = run(services, QUESTION)
+    components = make_components(llm_base_url=llm_server.base_url, llm_timeout=0.5, llm_retries=0)
+    shown, session = run(components, QUESTION)
     assert "⚠ **Could not answer.**" in shown[-1][0][-1]["content"]
     assert "PAPERCHAT_LLM_TIMEOUT" in shown[-1][0][-1]["content"] or "time" in shown[-1][0][-1]["content"].lower()
 
 
-def test_interrupted_stream_keeps_the_partial_answer(make_services, llm_server):
+def test_interrupted_stream_keeps_the_partial_answer(make_components, llm_server):
     llm_server.reply = (
         "FedSSM predicts training dynamics through decision-aware state space models and more words to cut [1]."
     )
     llm_server.mode = "cut"
     llm_server.cut_after = 3
-    services = make_services(llm_base_url=llm_server.base_url, llm_retries=0)
-    shown, session = run(services, QUESTION)
+    components = make_components(llm_base_url=llm_server.base_url, llm_retries=0)
+    shown, session = run(components, QUESTION)
     message = shown[-1][0][-1]["content"]
     assert message.startswith("FedSSM predicts") and "Interrupted" in message  # the fragment is left as written
     assert "interrupted" in shown[-1][1]
-    assert session.history[-1]["content"].startswith("FedSSM predicts")
+    assert session.history[-1].content.startswith("FedSSM predicts")
 
 
-def test_reasoning_is_shown_apart_and_collapsed(make_services, llm_server):
+def test_reasoning_is_shown_apart_and_collapsed(make_components, llm_server):
     llm_server.mode = "reasoning"
     llm_server.reasoning = "Source [1] is about <b>client selection</b>."
     llm_server.reply = "FedSSM predicts training dynamics through decision-aware state space models [1]."
-    services = make_services(llm_base_url=llm_server.base_url)
-    shown, session = run(services, QUESTION)
+    components = make_components(llm_base_url=llm_server.base_url)
+    shown, session = run(components, QUESTION)
     messages = shown[-1][0]
     assert [m["role"] for m in messages] == ["user", "assistant", "assistant"]
     thought, answer = messages[1], messages[2]
     assert thought["metadata"]["title"] == "Reasoning" and thought["metadata"]["status"] == "done"
     assert "client selection" in thought["content"] and "<b>" not in thought["content"]
     assert "Source [1] is about" not in answer["content"] and answer["content"].startswith("FedSSM")
-    assert session.history[-1]["content"].startswith("FedSSM")  # reasoning never goes back to the model
+    assert session.history[-1].content.startswith("FedSSM")  # reasoning never goes back to the model
     assert callbacks.select_message(session, 1) == session.panels[2]  # clicking the thought: its answer
 
 
-def test_stop_keeps_the_partial_answer_and_silences_the_stream(make_services, llm_server):
+def test_stop_keeps_the_partial_answer_and_silences_the_stream(make_components, llm_server):
     llm_server.reply = "FedSSM selects clients with state space models " * 10 + "[1]."
     llm_server.chunk_size = 4
     llm_server.delay = 0.01
-    services = make_services(llm_base_url=llm_server.base_url)
+    components = make_components(llm_base_url=llm_server.base_url)
     session = ChatSession()
-    stream = callbacks.respond(services, QUESTION, session, services.defaults())
+    stream = callbacks.respond(components, QUESTION, session, components.session_defaults())
     for current in stream:
         if "FedSSM" in current.messages[-1]["content"]:
             break
@@ -246,7 +249,7 @@ def test_stop_keeps_the_partial_answer_and_silences_the_stream(make_services, ll
     callbacks.stop(session)
     assert session.pending is None
     assert "Stopped" in session.messages[-1]["content"] and partial.strip() in session.messages[-1]["content"]
-    assert session.history[-1] == {"role": "assistant", "content": partial.strip(), "papers": []}
+    assert session.history[-1] == Turn("assistant", partial.strip(), ())
     stopped = [dict(m) for m in session.messages]
     assert list(stream) == []  # the old stream ends without touching the session
     assert session.messages == stopped
@@ -257,71 +260,71 @@ def test_stop_without_a_running_answer_changes_nothing():
     assert callbacks.stop(session).messages == [{"role": "user", "content": "q"}]
 
 
-def test_new_chat_starts_over(make_services, llm_server):
-    services = make_services(llm_base_url=llm_server.base_url)
-    _, session = run(services, QUESTION)
+def test_new_chat_starts_over(make_components, llm_server):
+    components = make_components(llm_base_url=llm_server.base_url)
+    _, session = run(components, QUESTION)
     fresh = callbacks.new_chat(session)
     assert fresh.messages == [] and fresh.history == [] and fresh.panel == render.SOURCES_PLACEHOLDER
     assert fresh.turn == session.turn  # a stream of the old chat stops writing
 
 
-def test_refusal_lists_the_nearest_papers(make_services, llm_server):
-    services = make_services(llm_base_url=llm_server.base_url, min_relevance=0.99)
-    shown, session = run(services, "Which papers study quantum gravity on black holes?")
+def test_refusal_lists_the_nearest_papers(make_components, llm_server):
+    components = make_components(llm_base_url=llm_server.base_url, min_relevance=0.99)
+    shown, session = run(components, "Which papers study quantum gravity on black holes?")
     message, panel = shown[-1][0][-1]["content"], shown[-1][1]
     assert "do not answer" in message and "Nearest papers" in panel
     assert not [r for r in llm_server.requests if r["method"] == "POST"]
 
 
-def test_empty_question_does_nothing(make_services, llm_server):
-    services = make_services(llm_base_url=llm_server.base_url)
-    shown, session = run(services, "   ")
+def test_empty_question_does_nothing(make_components, llm_server):
+    components = make_components(llm_base_url=llm_server.base_url)
+    shown, session = run(components, "   ")
     assert shown == [([], render.SOURCES_PLACEHOLDER)] and session.history == []
 
 
-def test_status_and_model_list(make_services, llm_server):
+def test_status_and_model_list(make_components, llm_server):
     llm_server.models = ["model-a", "model-b"]
-    services = make_services(llm_base_url=llm_server.base_url)
-    line = callbacks.status(services, services.defaults())
+    components = make_components(llm_base_url=llm_server.base_url)
+    line = callbacks.status(components, components.session_defaults())
     assert "6 papers" in line and "chunks" in line and "✓ reachable (2 models)" in line
-    choices, chosen, _ = callbacks.refresh_models(services, services.defaults())
+    choices, chosen, _ = callbacks.refresh_models(components, components.session_defaults())
     assert choices == ["model-a", "model-b"] and chosen == "model-a"
-    choices, chosen, _ = callbacks.refresh_models(services, SessionSettings(base_url=llm_server.base_url, model="x"))
+    choices, chosen, _ = callbacks.refresh_models(components, SessionSettings(base_url=llm_server.base_url, model="x"))
     assert chosen == "x" and "x" in choices
     down = SessionSettings(base_url=f"http://127.0.0.1:{free_port()}/v1")
-    assert "✗ not reachable" in callbacks.status(services, down)
-    assert callbacks.refresh_models(services, down)[0] == []
-    assert "must start with http" in callbacks.status(services, SessionSettings(base_url="localhost:1234"))
-    assert "extractive" in callbacks.status(services, SessionSettings(extractive=True))
+    assert "✗ not reachable" in callbacks.status(components, down)
+    assert callbacks.refresh_models(components, down)[0] == []
+    assert "must start with http" in callbacks.status(components, SessionSettings(base_url="localhost:1234"))
+    assert "extractive" in callbacks.status(components, SessionSettings(extractive=True))
 
 
-def test_papers_tab_filters_and_escapes(make_services, llm_server):
-    services = make_services(llm_base_url=llm_server.base_url)
-    everything = callbacks.search_papers(services, "")
+def test_papers_tab_filters_and_escapes(make_components, llm_server):
+    components = make_components(llm_base_url=llm_server.base_url)
+    everything = callbacks.search_papers(components, "")
     assert "6 papers" in everything and "FedSSM" in everything and "000_dcbf1b5d2daaeff5.txt · #1" in everything
-    probe = callbacks.search_papers(services, "alert")
+    probe = callbacks.search_papers(components, "alert")
     assert "1 of 6 papers match" in probe and "<script" not in probe and "<img" not in probe
     assert "&lt;script&gt;<mark>alert</mark>(1)&lt;/script&gt;" in probe
-    assert "No paper matches" in callbacks.search_papers(services, "zebra giraffe")
+    assert "No paper matches" in callbacks.search_papers(components, "zebra giraffe")
 
 
-def test_api_chat_returns_the_answer_and_its_sources(make_services, llm_server):
+def test_api_chat_returns_the_answer_and_its_sources(make_components, llm_server):
     llm_server.reply = "FedSSM predicts training dynamics through decision-aware state space models [1]."
-    services = make_services(llm_base_url=llm_server.base_url)
-    text = callbacks.api_chat(services, QUESTION)
+    components = make_components(llm_base_url=llm_server.base_url)
+    text = callbacks.api_chat(components, QUESTION)
     assert text.startswith("FedSSM predicts training dynamics through decision-aware state space models [1].")
     assert "\n\nSources:\n[1] FedSSM — 000_dcbf1b5d2daaeff5.txt #1" in text
     with pytest.raises(QueryError):
-        callbacks.api_chat(services, "  ")
+        callbacks.api_chat(components, "  ")
 
 
 def test_session_settings_from_panel_values():
-    s = SessionSettings.from_inputs(" http://h:1/v1/ ", None, " key ", 7.0, "0.3", 1)
+    s = callbacks.session_settings(" http://h:1/v1/ ", None, " key ", 7.0, "0.3", 1)
     assert (s.base_url, s.model, s.api_key, s.top_k, s.temperature, s.extractive) == (
         "http://h:1/v1", "", "key", 7, 0.3, True)
     assert "key" not in repr(s)
-    assert SessionSettings.from_inputs(None, None, None, 500, 9, False).top_k == callbacks.MAX_TOP_K
-    assert callbacks.display_url("http://user:pw@host:8/v1") == "http://host:8/v1"
+    assert callbacks.session_settings(None, None, None, 500, 9, False).top_k == MAX_TOP_K
+    assert redact_url("http://user:pw@host:8/v1") == "http://host:8/v1"
 
 
 def test_select_message_shows_that_answers_sources():

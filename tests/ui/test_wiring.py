@@ -14,18 +14,18 @@ pytestmark = [pytest.mark.filterwarnings("ignore:.*no_silent_downcasting"),
 
 
 @pytest.fixture
-def launched(make_services, llm_server):
-    """``launched(**settings)`` -> (url, services) of a running app; closed afterwards."""
+def launched(make_components, llm_server):
+    """``launched(**settings)`` -> (url, components) of a running app; closed afterwards."""
     from ui.web.app import build_app, launch
 
     demos = []
 
     def start(host="127.0.0.1", **overrides):
-        services = make_services(llm_base_url=llm_server.base_url, **overrides)
-        demo = build_app(services)
+        components = make_components(llm_base_url=llm_server.base_url, **overrides)
+        demo = build_app(components)
         demos.append(demo)
-        url = launch(demo, services.settings, host=host, port=free_port())
-        return url.replace("0.0.0.0", "127.0.0.1"), services
+        url = launch(demo, components.settings, host=host, port=free_port())
+        return url.replace("0.0.0.0", "127.0.0.1"), components
 
     yield start
     for demo in demos:

@@ -2,7 +2,7 @@
 conversation read from chat messages, the structured citations of an answer, and a gate that limits
 how many answers are written at once. No HTTP here: ``ui.api.v1`` and ``ui.api.mcp_server`` are the transports.
 
-The parts come from ``ui.web.callbacks.Services`` (the same index, embedder and pipelines as the web UI);
+The parts come from ``rag.components.Components`` (the same index, embedder and pipelines as the web UI);
 nothing is built a second time.
 """
 
@@ -15,16 +15,16 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 
 from rag.answers.pipeline import AnswerPipeline
+from rag.components import Components
 from rag.errors import QueryError, ServerBusy, UnknownModel
-from rag.types import Answer
-from ui.web import render
-from ui.web.callbacks import Services
+from rag.types import Answer, Turn
+from ui.shared.text import answer_text, describe_answer_writer
 
 DEFAULT_MODEL = "paperchat"
 EXTRACTIVE_MODEL = "paperchat-extractive"
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 SOURCES_HEADINGS = ("\n\nSources:\n", "\n\nNearest papers:\n")
-# "[2] FedSSM — 000_dcbf1b5d2daaeff5.txt #1 (weakly supported)": a line of the sources block (render.api_text).
+# "[2] FedSSM — 000_dcbf1b5d2daaeff5.txt #1 (weakly supported)": a line of the sources block (answer_text).
 _SOURCE_LINE = re.compile(r"^\[(\d+)\] .* — (?P<source>.+) #(?P<ordinal>\d+)(?: \(weakly supported\))?$")
 
 
@@ -34,40 +34,29 @@ class ModelInfo:
     description: str
 
 
-def models(services: Services) -> list[ModelInfo]:
+def models(components: Components) -> list[ModelInfo]:
     """The answer writers offered: the server's configured default, and extractive (no LLM)."""
-    from ui.web.callbacks import backend_description
-
-    default = backend_description(services, services.defaults())
+    default = describe_answer_writer(components, components.session_defaults())
     return [
         ModelInfo(DEFAULT_MODEL, f"the server's default answer writer: {default}"),
         ModelInfo(EXTRACTIVE_MODEL, "extractive: quoted, cited sentences from the abstracts, no LLM"),
     ]
 
 
-def pipeline_for(services: Services, model: str, *, temperature: float | None = None,
+def pipeline_for(components: Components, model: str, *, temperature: float | None = None,
                  max_tokens: int | None = None) -> AnswerPipeline:
-    """The pipeline answering as ``model``, with this request's temperature and answer length.
-
-    The shared pipelines are reused; a request that changes the answer length gets a light copy sharing
-    every part (the retriever, embedder, chat client and extractive answerer).
-    """
+    """The pipeline answering as ``model``, with this request's temperature and answer length."""
     if model not in (DEFAULT_MODEL, EXTRACTIVE_MODEL):
-        known = ", ".join(m.id for m in models(services))
+        known = ", ".join(m.id for m in models(components))
         raise UnknownModel(f"the model {model!r} does not exist here: use one of {known} (GET /v1/models)")
-    defaults = services.defaults()
+    defaults = components.session_defaults()
     session = replace(
         defaults,
         extractive=model == EXTRACTIVE_MODEL or defaults.extractive,
         temperature=defaults.temperature if temperature is None else temperature,
+        max_tokens=max_tokens,
     )
-    pipeline = services.pipeline_for(session)
-    if max_tokens is None or pipeline.chat_model is None:
-        return pipeline
-    # The server's limit stays the ceiling: the prompt is fitted to the context window with it.
-    config = replace(pipeline.config, max_tokens=max(1, min(max_tokens, pipeline.config.max_tokens)))
-    return AnswerPipeline(pipeline.retriever, pipeline.embedder, pipeline.chat_model, config=config,
-                          extractive=pipeline.extractive)
+    return components.pipeline_for(session)
 
 
 # --- conversations --------------------------------------------------------------------------------------------
@@ -123,30 +112,31 @@ def read_turns(messages, where: str) -> list[tuple[str, str, dict]]:
     return turns
 
 
-def history_of(services: Services, turns: list[tuple[str, str, dict]]) -> list[dict]:
-    """Turns -> the history the pipeline reads. An assistant turn's cited papers are its "papers" when it
-    gives them (the ``ask`` tool's history), else read back from the sources block this server wrote."""
+def history_of(components: Components, turns: list[tuple[str, str, dict]]) -> list[Turn]:
+    """Turns read from chat messages -> the conversation the pipeline reads. An assistant turn's cited papers
+    are its "papers" when it gives them (the ``ask`` tool's history), else read back from the sources block
+    this server wrote."""
     lookup: dict[tuple[str, int], str] | None = None
-    history: list[dict] = []
+    history: list[Turn] = []
     for role, text, message in turns:
         if role == "user":
-            history.append({"role": "user", "content": text})
+            history.append(Turn.asked(text))
             continue
         answer, places = split_sources(text)
-        entry = {"role": "assistant", "content": answer}
         given = message.get("papers")
+        papers: list[str] = []
         if isinstance(given, list) and all(isinstance(p, str) for p in given):
-            entry["papers"] = list(given)
+            papers = list(given)
         elif places:
             if lookup is None:
-                lookup = {(p.source, p.ordinal): p.paper_id for p in services.papers()}
-            entry["papers"] = [lookup[place] for place in places if place in lookup]
-        history.append(entry)
+                lookup = {(p.source, p.ordinal): p.paper_id for p in components.papers()}
+            papers = [lookup[place] for place in places if place in lookup]
+        history.append(Turn("assistant", answer, tuple(papers)))
     return history
 
 
-def conversation(services: Services, messages, *, where: str = "messages") -> tuple[str, list[dict]]:
-    """OpenAI chat messages -> (the question: the last user message, the history the pipeline reads).
+def conversation(components: Components, messages, *, where: str = "messages") -> tuple[str, list[Turn]]:
+    """OpenAI chat messages -> (the question: the last user message, the conversation before it).
 
     Earlier user and assistant turns are the conversation, so "what did the second one evaluate on?"
     resolves against the papers the previous answer cited, as in the web UI.
@@ -156,20 +146,15 @@ def conversation(services: Services, messages, *, where: str = "messages") -> tu
     turns = read_turns(messages, where)
     if not turns or turns[-1][0] != "user" or not turns[-1][1].strip():
         raise QueryError(f"the last message in '{where}' must be the user's question (role 'user', non-empty)")
-    return turns[-1][1].strip(), history_of(services, turns[:-1])
+    return turns[-1][1].strip(), history_of(components, turns[:-1])
 
 
-def history_from(services: Services, history) -> list[dict]:
+def history_from(components: Components, history) -> list[Turn]:
     """An ``ask`` tool's ``history`` (chat messages, an assistant turn optionally with "papers")."""
-    return [] if history is None else history_of(services, read_turns(history, "history"))
+    return [] if history is None else history_of(components, read_turns(history, "history"))
 
 
 # --- answers --------------------------------------------------------------------------------------------------
-
-
-def answer_text(answer: Answer) -> str:
-    """The answer with its ``[n]`` markers, then a readable sources block (what any chat client shows)."""
-    return render.api_text(answer)
 
 
 def sources_tail(answer: Answer) -> str:

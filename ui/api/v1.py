@@ -5,17 +5,11 @@ with the earlier turns as the conversation, streamed (server-sent events in Open
 ``data: [DONE]``) or not. The answer text keeps its ``[n]`` markers and ends with a readable sources block;
 the structured citations ride in extra fields (``citations``, ``claims`` when present, ``paperchat``) of
 the response and of the last stream chunk. Errors are OpenAI's error JSON with OpenAI's status codes and
-never a traceback.
-
-``ServiceRoutes`` puts this API and the MCP server (``ui.api.mcp_server``) in front of the Gradio app:
-requests under ``/v1`` and ``/mcp`` go to them, everything else to the UI. ``RequireKey`` guards both
-with ``PAPERCHAT_API_KEY``.
+never a traceback (``ui.api.errors``). ``ui.api.service`` puts it in front of the web UI.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hmac
 import json
 import logging
 import secrets
@@ -26,132 +20,27 @@ from dataclasses import dataclass
 import anyio
 import anyio.to_thread
 from starlette.applications import Starlette
-from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from rag.answers.pipeline import FinalEvent, SourcesEvent, TextEvent
-from rag.errors import LLMError, LLMRateLimited, PaperchatError, QueryError, ServerBusy, UnknownModel
+from rag.components import Components
+from rag.errors import QueryError, UnknownModel
 from rag.retrieval.hybrid import validate_question
+from rag.types import Turn, as_messages
 from ui.api import answers
 from ui.api.answers import AnswerGate
-from ui.web.callbacks import Services
+from ui.api.errors import APIError, api_error
+from ui.shared.text import answer_text
 
 log = logging.getLogger("paperchat.api")
 
 API_PREFIX = "/v1"
-MCP_PATH = "/mcp"
 CREATED = 1767225600  # the models' "created" time (OpenAI clients show it); 2026-01-01
-RETRY_AFTER = "2"  # seconds a client told 429 should wait
 _END = object()
-
-
-class APIError(Exception):
-    """An error answered in OpenAI's shape: ``{"error": {"message", "type", "param", "code"}}``."""
-
-    def __init__(self, status: int, message: str, *, kind: str = "invalid_request_error", code: str | None = None,
-                 param: str | None = None, headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.kind = kind
-        self.code = code
-        self.param = param
-        self.headers = headers or {}
-
-    def body(self) -> dict:
-        return {"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}}
-
-    def response(self) -> JSONResponse:
-        return JSONResponse(self.body(), status_code=self.status, headers=self.headers)
-
-
-def api_error(error: Exception) -> APIError:
-    """Any exception -> the APIError a client gets; unexpected ones are logged, never shown."""
-    if isinstance(error, APIError):
-        return error
-    if isinstance(error, UnknownModel):
-        return APIError(404, str(error), code="model_not_found", param="model")
-    if isinstance(error, QueryError):
-        return APIError(400, str(error))
-    if isinstance(error, ServerBusy):
-        return APIError(429, str(error), kind="rate_limit_error", code="server_busy",
-                        headers={"Retry-After": RETRY_AFTER})
-    if isinstance(error, LLMRateLimited):
-        return APIError(429, f"the answer writer is rate limited: {error}; retry later",
-                        kind="rate_limit_error", code="upstream_rate_limited", headers={"Retry-After": RETRY_AFTER})
-    if isinstance(error, LLMError):
-        return APIError(503, f"the answer writer failed: {error}; retry later, or use the model "
-                             f"{answers.EXTRACTIVE_MODEL} (no LLM)", kind="server_error", code="upstream_unavailable")
-    if isinstance(error, PaperchatError):
-        return APIError(503, str(error), kind="server_error", code="unavailable")
-    log.error("API request failed", exc_info=error)
-    return APIError(500, f"internal error: {type(error).__name__} (this is a bug; the server log has details)",
-                    kind="server_error", code="internal_error")
-
-
-# --- access ---------------------------------------------------------------------------------------------------
-
-
-def key_matches(header: str, key: str) -> bool:
-    """``Authorization: Bearer <key>``, compared in constant time."""
-    scheme, _, token = header.strip().partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), key.encode())
-
-
-class RequireKey:
-    """Every HTTP request needs ``Authorization: Bearer <key>``; ``key=None`` lets everything through."""
-
-    def __init__(self, app: ASGIApp, key: str | None) -> None:
-        self.app = app
-        self.key = key
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and self.key is not None:
-            header = Headers(scope=scope).get("authorization", "")
-            if not key_matches(header, self.key):
-                message = ("invalid API key: send the server's PAPERCHAT_API_KEY as 'Authorization: Bearer KEY'"
-                           if header else "missing API key: send 'Authorization: Bearer KEY' "
-                                          "(the server's PAPERCHAT_API_KEY)")
-                error = APIError(401, message, kind="authentication_error", code="invalid_api_key",
-                                 headers={"WWW-Authenticate": "Bearer"})
-                await error.response()(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-
-class Refuse:
-    """Answers every request with one error (the API is off: served on an open address without a key)."""
-
-    def __init__(self, error: APIError) -> None:
-        self.error = error
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            await self.error.response()(scope, receive, send)
-
-
-class ServiceRoutes:
-    """ASGI middleware in front of the Gradio app: ``/v1...`` -> the API, ``/mcp...`` -> MCP, the rest -> UI."""
-
-    def __init__(self, app: ASGIApp, *, api: ASGIApp, mcp: ASGIApp | None = None) -> None:
-        self.app = app
-        self.api = api
-        self.mcp = mcp
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            path = scope["path"]
-            if path == API_PREFIX or path.startswith(API_PREFIX + "/"):
-                await self.api(scope, receive, send)
-                return
-            if self.mcp is not None and (path == MCP_PATH or path.startswith(MCP_PATH + "/")):
-                await self.mcp(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
 
 
 # --- requests -------------------------------------------------------------------------------------------------
@@ -161,7 +50,7 @@ class ServiceRoutes:
 class ChatRequest:
     model: str
     question: str
-    history: list[dict]
+    history: list[Turn]
     stream: bool
     temperature: float | None
     max_tokens: int | None
@@ -203,7 +92,7 @@ def _number(body: dict, name: str, low: float, high: float, *, integer: bool = F
     return value
 
 
-def parse_chat_request(services: Services, body: dict) -> ChatRequest:
+def parse_chat_request(components: Components, body: dict) -> ChatRequest:
     model = body.get("model", answers.DEFAULT_MODEL)
     if not isinstance(model, str) or not model:
         raise APIError(400, f"'model' must be a string: {answers.DEFAULT_MODEL} or {answers.EXTRACTIVE_MODEL}",
@@ -223,8 +112,8 @@ def parse_chat_request(services: Services, body: dict) -> ChatRequest:
         raise APIError(400, "'messages' is required: a list of {\"role\": ..., \"content\": ...} objects, the last "
                             "one the user's question", param="messages")
     try:
-        question, history = answers.conversation(services, body["messages"])
-        validate_question(question, services.settings.max_question_chars)
+        question, history = answers.conversation(components, body["messages"])
+        validate_question(question, components.settings.max_question_chars)
     except QueryError as e:
         raise APIError(400, str(e), param="messages") from e
     return ChatRequest(model, question, history, stream, temperature, max_tokens)
@@ -273,19 +162,19 @@ class GatedStream(StreamingResponse):
 
 
 class ChatAPI:
-    def __init__(self, services: Services, gate: AnswerGate, *, max_body_bytes: int) -> None:
-        self.services = services
+    def __init__(self, components: Components, gate: AnswerGate, *, max_body_bytes: int) -> None:
+        self.components = components
         self.gate = gate
         self.max_body_bytes = max_body_bytes
 
     # --- routes ---------------------------------------------------------------------------------------------
 
     async def list_models(self, request: Request) -> Response:
-        found = await anyio.to_thread.run_sync(answers.models, self.services)
+        found = await anyio.to_thread.run_sync(answers.models, self.components)
         return JSONResponse({"object": "list", "data": [self._model(m) for m in found]})
 
     async def get_model(self, request: Request) -> Response:
-        found = await anyio.to_thread.run_sync(answers.models, self.services)
+        found = await anyio.to_thread.run_sync(answers.models, self.components)
         for model in found:
             if model.id == request.path_params["model"]:
                 return JSONResponse(self._model(model))
@@ -300,9 +189,9 @@ class ChatAPI:
     async def chat_completions(self, request: Request) -> Response:
         body = await read_json(request, self.max_body_bytes)
         # In a worker thread: reading a conversation back may read the paper list from the store.
-        chat = await anyio.to_thread.run_sync(parse_chat_request, self.services, body)
+        chat = await anyio.to_thread.run_sync(parse_chat_request, self.components, body)
         pipeline = await anyio.to_thread.run_sync(
-            lambda: answers.pipeline_for(self.services, chat.model, temperature=chat.temperature,
+            lambda: answers.pipeline_for(self.components, chat.model, temperature=chat.temperature,
                                          max_tokens=chat.max_tokens)
         )
         ident = "chatcmpl-" + secrets.token_hex(12)
@@ -316,11 +205,12 @@ class ChatAPI:
                 released = True
                 self.gate.release()
 
+        history = as_messages(chat.history)
         try:
             if not chat.stream:
-                answer = await anyio.to_thread.run_sync(lambda: pipeline.answer(chat.question, chat.history))
+                answer = await anyio.to_thread.run_sync(lambda: pipeline.answer(chat.question, history))
                 return JSONResponse(self._completion(ident, created, chat.model, answer))
-            pump = EventPump(pipeline.stream(chat.question, chat.history))
+            pump = EventPump(pipeline.stream(chat.question, history))
             try:
                 primed = await self._prime(pump)
             except BaseException:
@@ -340,7 +230,7 @@ class ChatAPI:
 
     @staticmethod
     def _completion(ident: str, created: int, model: str, answer) -> dict:
-        message = {"role": "assistant", "content": answers.answer_text(answer)}
+        message = {"role": "assistant", "content": answer_text(answer)}
         if answer.reasoning:
             message["reasoning_content"] = answer.reasoning
         return {
@@ -422,8 +312,8 @@ async def _not_found(request: Request, exc: HTTPException) -> Response:
                          "POST /v1/chat/completions)", code="not_found").response()
 
 
-def build_api(services: Services, gate: AnswerGate, *, max_body_bytes: int) -> Starlette:
-    chat = ChatAPI(services, gate, max_body_bytes=max_body_bytes)
+def build_api(components: Components, gate: AnswerGate, *, max_body_bytes: int) -> Starlette:
+    chat = ChatAPI(components, gate, max_body_bytes=max_body_bytes)
     routes = [
         Route(f"{API_PREFIX}/models", _guarded(chat.list_models), methods=["GET"]),
         Route(f"{API_PREFIX}/models/{{model:path}}", _guarded(chat.get_model), methods=["GET"]),
@@ -432,63 +322,3 @@ def build_api(services: Services, gate: AnswerGate, *, max_body_bytes: int) -> S
     return Starlette(routes=routes, exception_handlers={HTTPException: _not_found})
 
 
-# --- the service: API + MCP beside the UI ---------------------------------------------------------------------
-
-
-@dataclass
-class Service:
-    """What ``ui.web.app.launch`` adds to the Gradio app: its middleware, and a lifespan for the MCP sessions."""
-
-    middleware: list
-    lifespan: object
-    message: str
-
-
-def build_service(services: Services, *, host: str, loopback: bool, mcp: bool = True) -> Service:
-    """The API (and MCP server) for ``services``, guarded by ``PAPERCHAT_API_KEY``.
-
-    Without a key they are open on a loopback address and refused on any other (with a message saying
-    how to set one): an open address would hand the index and the LLM endpoint to anyone who can reach it.
-    """
-    from starlette.middleware import Middleware
-
-    settings = services.settings
-    key = settings.api_key.get_secret_value() if settings.api_key is not None else None
-    gate = AnswerGate(settings.api_max_concurrent, settings.api_max_waiting)
-    if key is None and not loopback:
-        refusal = APIError(
-            403, f"the API and MCP server are off: paperchat serves on {host}, reachable from other machines, "
-                 "without a key; set PAPERCHAT_API_KEY=<a long random string> and restart", kind="permission_error",
-            code="api_disabled",
-        )
-        refuse = Refuse(refusal)
-        return Service([Middleware(ServiceRoutes, api=refuse, mcp=refuse)], None,
-                       f"{refusal.message} (e.g. PAPERCHAT_API_KEY=$(python -c 'import secrets; "
-                       "print(secrets.token_urlsafe(32))'))")
-    api = RequireKey(build_api(services, gate, max_body_bytes=settings.api_max_body_bytes), key)
-    mcp_app = lifespan = None
-    if mcp:
-        from ui.api.mcp_server import build_mcp_server
-
-        server = build_mcp_server(services, gate)
-        mcp_asgi = server.streamable_http_app(
-            streamable_http_path=MCP_PATH, host=host, max_request_body_size=settings.api_max_body_bytes,
-            transport_security=_transport_security(key is not None),
-        )
-        mcp_app = RequireKey(mcp_asgi, key)
-
-        @contextlib.asynccontextmanager
-        async def lifespan(app):
-            async with server.session_manager.run():
-                yield
-
-    guard = "each request needs PAPERCHAT_API_KEY" if key else "open on loopback, no key set"
-    return Service([Middleware(ServiceRoutes, api=api, mcp=mcp_app)], lifespan,
-                   f"OpenAI-compatible API at {API_PREFIX}" + (f", MCP at {MCP_PATH}" if mcp else "") + f" ({guard})")
-
-
-def _transport_security(keyed: bool):
-    """With a key, any Host may reach MCP (the key guards it); without, the SDK's localhost-only default."""
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    return TransportSecuritySettings(enable_dns_rebinding_protection=False) if keyed else None

@@ -1,194 +1,224 @@
 """The paperchat web UI (Gradio 6): layout and wiring. What happens on each event is in ``ui.web.callbacks``.
 
-``build_app(services)`` returns the ``gr.Blocks``; ``serve(components, ...)`` prepares the index, launches
-the server (127.0.0.1 unless told otherwise, never a public share link unless asked) and, on the way out
-(Ctrl-C, SIGTERM), closes everything, which stops the embedded LLM.
+``build_app(components)`` returns the ``gr.Blocks``; ``launch(demo, ...)`` starts serving it (127.0.0.1
+unless told otherwise, never a public share link unless asked), with whatever middleware the caller puts
+in front of it (``ui.serve`` adds the API and the MCP server).
 """
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import os
-import signal
-import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import gradio as gr
 
+from rag.components import MAX_TOP_K, Components, SessionSettings
 from rag.errors import ConfigError, PaperchatError
+from rag.text import say
 from ui.web import callbacks, render
-from ui.web.callbacks import ChatSession, Services, SessionSettings
+from ui.web.callbacks import ChatSession
 
 DEFAULT_HOST = "127.0.0.1"
 CONCURRENCY = 4  # answers written at once; more wait in the queue
+PRIVATE = {"api_visibility": "private"}  # every event but ``/chat`` stays out of the public API
 
 
-def _say(message: str) -> None:
-    print(f"paperchat: {message}", file=sys.stderr, flush=True)
+@dataclass
+class _Widgets:
+    """The app's input and output components, for wiring events to them."""
+
+    demo: gr.Blocks
+    session: gr.State
+    status_line: gr.Markdown
+    chatbot: gr.Chatbot
+    question: gr.Textbox
+    ask: gr.Button
+    stop: gr.Button
+    new: gr.Button
+    sources: gr.HTML
+    paper_filter: gr.Textbox
+    papers: gr.HTML
+    base_url: gr.Textbox
+    model: gr.Dropdown
+    refresh: gr.Button
+    api_key: gr.Textbox
+    extractive: gr.Checkbox
+    settings_inputs: list
 
 
-def build_app(services: Services) -> gr.Blocks:
-    defaults = services.defaults()
-    private = {"api_visibility": "private"}
-
+def build_app(components: Components) -> gr.Blocks:
+    """The web UI over ``components``: chat, papers and settings tabs, and the ``/chat`` API endpoint."""
+    defaults = components.session_defaults()
     with gr.Blocks(title="paperchat", analytics_enabled=False) as demo:
-        session = gr.State(ChatSession())
         gr.Markdown("# paperchat\n" + render.INTRO)
         status_line = gr.Markdown("**Index:** …", elem_classes="pc-status", elem_id="pc-status")
-
         with gr.Tabs():
-            with gr.Tab("Chat", id="chat"), gr.Row(equal_height=False):
-                with gr.Column(scale=3):
-                    chatbot = gr.Chatbot(
-                        label="Conversation",
-                        height=560,
-                        buttons=["copy", "copy_all"],
-                        placeholder=(
-                            "### Ask a question about the papers\n"
-                            "Answers cite their sources; follow-ups like *“what did the second one "
-                            "evaluate on?”* use the conversation. Try an example:"
-                        ),
-                        examples=[{"text": q} for q in render.EXAMPLE_QUESTIONS],
-                        sanitize_html=True,  # and every corpus/model text is escaped before it gets here
-                        allow_tags=False,
-                        render_markdown=True,
-                        latex_delimiters=[],
-                        feedback_options=None,
-                        elem_id="pc-chat",
-                    )
-                    with gr.Row(equal_height=True):
-                        question = gr.Textbox(
-                            placeholder="Ask about the papers…",
-                            show_label=False, container=False, scale=1, lines=1, max_lines=6, autofocus=True,
-                            elem_id="pc-question",
-                        )
-                        ask = gr.Button("Ask", variant="primary", scale=0, min_width=96, elem_id="pc-ask")
-                    with gr.Row():
-                        stop = gr.Button("■ Stop", variant="stop", size="sm", scale=0, min_width=96, elem_id="pc-stop")
-                        new = gr.Button("+ New chat", size="sm", scale=0, min_width=120, elem_id="pc-new")
-                with gr.Column(scale=2):
-                    gr.Markdown("### Sources")
-                    sources = gr.HTML(render.SOURCES_PLACEHOLDER, elem_id="pc-sources-panel", js_on_load=None,
-                                      max_height=640)
-
-            with gr.Tab("Papers", id="papers"):
-                paper_filter = gr.Textbox(
-                    label="Filter", placeholder="keywords in the title, abstract or file name", elem_id="pc-filter"
-                )
-                papers = gr.HTML(render.message_html("Loading the papers…"), elem_id="pc-papers", js_on_load=None)
-
-            with gr.Tab("Settings", id="settings"):
-                gr.Markdown(
-                    "These settings apply to **your session only**. Leave the endpoint blank for the server's "
-                    "default backend. The API key is sent only to the endpoint and never shown again."
-                )
-                with gr.Row():
-                    base_url = gr.Textbox(
-                        label="Endpoint URL (OpenAI-compatible)", value=defaults.base_url, scale=3,
-                        elem_id="pc-endpoint",
-                        placeholder="e.g. http://127.0.0.1:11434/v1 (Ollama); blank: the server's default",
-                    )
-                    model = gr.Dropdown(
-                        label="Model", choices=[defaults.model] if defaults.model else [],
-                        value=defaults.model or None, allow_custom_value=True, scale=2,
-                    )
-                    refresh = gr.Button("↻ Refresh models", scale=1, min_width=120)
-                with gr.Row():
-                    api_key = gr.Textbox(
-                        label="API key", type="password", value="", scale=2,
-                        placeholder="blank: none (the server's own key is used only for the server's endpoint)",
-                    )
-                    top_k = gr.Slider(1, callbacks.MAX_TOP_K, step=1, value=defaults.top_k, label="Papers to consult")
-                    temperature = gr.Slider(0.0, 2.0, step=0.05, value=defaults.temperature, label="Temperature")
-                    extractive = gr.Checkbox(
-                        value=defaults.extractive, label="Extractive mode (no LLM: quoted sentences)"
-                    )
-
-        settings_inputs = [base_url, model, api_key, top_k, temperature, extractive]
-
-        # --- chat ---------------------------------------------------------------------------------------------
-
-        def answer_question(text: str, state: ChatSession, *raw) -> Iterator[tuple]:
-            first = True
-            for current in callbacks.respond(services, text, state, SessionSettings.from_inputs(*raw)):
-                yield current.messages, current.panel, current, ("" if first else gr.skip())
-                first = False
-
-        def chat_example(state: ChatSession, url_, model_, key_, k_, t_, extractive_, evt: gr.SelectData):
-            value = evt.value if isinstance(evt.value, dict) else {"text": str(evt.value or "")}
-            yield from answer_question(value.get("text", ""), state, url_, model_, key_, k_, t_, extractive_)
-
-        chat_outputs = [chatbot, sources, session, question]
-        events = [
-            question.submit(answer_question, [question, session, *settings_inputs], chat_outputs,
-                            concurrency_limit=CONCURRENCY, concurrency_id="answer", **private),
-            ask.click(answer_question, [question, session, *settings_inputs], chat_outputs,
-                      concurrency_limit=CONCURRENCY, concurrency_id="answer", **private),
-            chatbot.example_select(chat_example, [session, *settings_inputs], chat_outputs,
-                                   concurrency_limit=CONCURRENCY, concurrency_id="answer", **private),
-        ]
-
-        def do_stop(state: ChatSession):
-            state = callbacks.stop(state)
-            return state.messages, state
-        stop.click(do_stop, [session], [chatbot, session], cancels=events, queue=False, **private)
-
-        def do_new(state: ChatSession):
-            fresh = callbacks.new_chat(state)
-            return fresh.messages, fresh.panel, fresh, ""
-        new.click(do_new, [session], [chatbot, sources, session, question], cancels=events, queue=False, **private)
-        chatbot.clear(do_new, [session], [chatbot, sources, session, question], cancels=events, queue=False,
-                      **private)
-
-        def do_select(state: ChatSession, evt: gr.SelectData):
-            return callbacks.select_message(state, evt.index)
-        chatbot.select(do_select, [session], [sources], queue=False, **private)
-
-        # --- settings -----------------------------------------------------------------------------------------
-
-        def do_refresh(*raw):
-            choices, chosen, line = callbacks.refresh_models(services, SessionSettings.from_inputs(*raw))
-            return gr.Dropdown(choices=choices, value=chosen or None), line
-
-        def do_status(*raw):
-            return callbacks.status(services, SessionSettings.from_inputs(*raw))
-
-        refresh.click(do_refresh, settings_inputs, [model, status_line], **private)
-        base_url.submit(do_refresh, settings_inputs, [model, status_line], **private)
-        base_url.blur(do_refresh, settings_inputs, [model, status_line], **private)
-        api_key.submit(do_refresh, settings_inputs, [model, status_line], **private)
-        extractive.input(do_status, settings_inputs, [status_line], **private)
-        model.input(do_status, settings_inputs, [status_line], **private)
-
-        # --- papers -------------------------------------------------------------------------------------------
-
-        def do_papers(query: str):
-            return callbacks.search_papers(services, query)
-
-        paper_filter.change(do_papers, [paper_filter], [papers], trigger_mode="always_last", **private)
-
-        # --- first load (per browser session) -----------------------------------------------------------------
-
-        demo.load(do_refresh, settings_inputs, [model, status_line], **private)
-        demo.load(do_papers, [paper_filter], [papers], **private)
-
-        # --- API: Client(url).predict(question, api_name="/chat") ---------------------------------------------
-
-        def chat_api(question: str) -> str:
-            """Answer one question from the abstracts (no conversation); the answer followed by its sources."""
-            try:
-                return callbacks.api_chat(services, question)
-            except PaperchatError as error:
-                # A bad question or a failing endpoint is the caller's answer, not a bug: no traceback in the log.
-                raise gr.Error(str(error), print_exception=False) from error
-
-        gr.api(chat_api, api_name="chat", concurrency_limit=CONCURRENCY, concurrency_id="answer")
-
+            chat = _chat_tab()
+            paper_filter, papers = _papers_tab()
+            panel = _settings_tab(defaults)
+        ui = _Widgets(demo=demo, session=gr.State(ChatSession()), status_line=status_line, paper_filter=paper_filter,
+                      papers=papers, **chat, **panel)
+        _wire_chat(components, ui)
+        _wire_settings(components, ui)
+        _wire_papers(components, ui)
+        _add_chat_api(components)
     demo.queue(default_concurrency_limit=CONCURRENCY)
     return demo
 
 
+def _chat_tab() -> dict:
+    with gr.Tab("Chat", id="chat"), gr.Row(equal_height=False):
+        with gr.Column(scale=3):
+            chatbot = gr.Chatbot(
+                label="Conversation",
+                height=560,
+                buttons=["copy", "copy_all"],
+                placeholder=(
+                    "### Ask a question about the papers\n"
+                    "Answers cite their sources; follow-ups like *“what did the second one "
+                    "evaluate on?”* use the conversation. Try an example:"
+                ),
+                examples=[{"text": q} for q in render.EXAMPLE_QUESTIONS],
+                sanitize_html=True,  # and every corpus/model text is escaped before it gets here
+                allow_tags=False,
+                render_markdown=True,
+                latex_delimiters=[],
+                feedback_options=None,
+                elem_id="pc-chat",
+            )
+            with gr.Row(equal_height=True):
+                question = gr.Textbox(
+                    placeholder="Ask about the papers…",
+                    show_label=False, container=False, scale=1, lines=1, max_lines=6, autofocus=True,
+                    elem_id="pc-question",
+                )
+                ask = gr.Button("Ask", variant="primary", scale=0, min_width=96, elem_id="pc-ask")
+            with gr.Row():
+                stop = gr.Button("■ Stop", variant="stop", size="sm", scale=0, min_width=96, elem_id="pc-stop")
+                new = gr.Button("+ New chat", size="sm", scale=0, min_width=120, elem_id="pc-new")
+        with gr.Column(scale=2):
+            gr.Markdown("### Sources")
+            sources = gr.HTML(render.SOURCES_PLACEHOLDER, elem_id="pc-sources-panel", js_on_load=None,
+                              max_height=640)
+    return {"chatbot": chatbot, "question": question, "ask": ask, "stop": stop, "new": new, "sources": sources}
+
+
+def _papers_tab() -> tuple[gr.Textbox, gr.HTML]:
+    with gr.Tab("Papers", id="papers"):
+        paper_filter = gr.Textbox(
+            label="Filter", placeholder="keywords in the title, abstract or file name", elem_id="pc-filter"
+        )
+        papers = gr.HTML(render.message_html("Loading the papers…"), elem_id="pc-papers", js_on_load=None)
+    return paper_filter, papers
+
+
+def _settings_tab(defaults: SessionSettings) -> dict:
+    with gr.Tab("Settings", id="settings"):
+        gr.Markdown(
+            "These settings apply to **your session only**. Leave the endpoint blank for the server's "
+            "default backend. The API key is sent only to the endpoint and never shown again."
+        )
+        with gr.Row():
+            base_url = gr.Textbox(
+                label="Endpoint URL (OpenAI-compatible)", value=defaults.base_url, scale=3,
+                elem_id="pc-endpoint",
+                placeholder="e.g. http://127.0.0.1:11434/v1 (Ollama); blank: the server's default",
+            )
+            model = gr.Dropdown(
+                label="Model", choices=[defaults.model] if defaults.model else [],
+                value=defaults.model or None, allow_custom_value=True, scale=2,
+            )
+            refresh = gr.Button("↻ Refresh models", scale=1, min_width=120)
+        with gr.Row():
+            api_key = gr.Textbox(
+                label="API key", type="password", value="", scale=2,
+                placeholder="blank: none (the server's own key is used only for the server's endpoint)",
+            )
+            top_k = gr.Slider(1, MAX_TOP_K, step=1, value=defaults.top_k, label="Papers to consult")
+            temperature = gr.Slider(0.0, 2.0, step=0.05, value=defaults.temperature, label="Temperature")
+            extractive = gr.Checkbox(
+                value=defaults.extractive, label="Extractive mode (no LLM: quoted sentences)"
+            )
+    return {"base_url": base_url, "model": model, "refresh": refresh, "api_key": api_key, "extractive": extractive,
+            "settings_inputs": [base_url, model, api_key, top_k, temperature, extractive]}
+
+
+def _wire_chat(components: Components, ui: _Widgets) -> None:
+    def answer_question(text: str, state: ChatSession, *raw) -> Iterator[tuple]:
+        first = True
+        for current in callbacks.respond(components, text, state, callbacks.session_settings(*raw)):
+            yield current.messages, current.panel, current, ("" if first else gr.skip())
+            first = False
+
+    def chat_example(state: ChatSession, url_, model_, key_, k_, t_, extractive_, evt: gr.SelectData):
+        value = evt.value if isinstance(evt.value, dict) else {"text": str(evt.value or "")}
+        yield from answer_question(value.get("text", ""), state, url_, model_, key_, k_, t_, extractive_)
+
+    chat_outputs = [ui.chatbot, ui.sources, ui.session, ui.question]
+    answering = {"concurrency_limit": CONCURRENCY, "concurrency_id": "answer", **PRIVATE}
+    events = [
+        ui.question.submit(answer_question, [ui.question, ui.session, *ui.settings_inputs], chat_outputs, **answering),
+        ui.ask.click(answer_question, [ui.question, ui.session, *ui.settings_inputs], chat_outputs, **answering),
+        ui.chatbot.example_select(chat_example, [ui.session, *ui.settings_inputs], chat_outputs, **answering),
+    ]
+
+    def do_stop(state: ChatSession):
+        state = callbacks.stop(state)
+        return state.messages, state
+    ui.stop.click(do_stop, [ui.session], [ui.chatbot, ui.session], cancels=events, queue=False, **PRIVATE)
+
+    def do_new(state: ChatSession):
+        fresh = callbacks.new_chat(state)
+        return fresh.messages, fresh.panel, fresh, ""
+    new_outputs = [ui.chatbot, ui.sources, ui.session, ui.question]
+    ui.new.click(do_new, [ui.session], new_outputs, cancels=events, queue=False, **PRIVATE)
+    ui.chatbot.clear(do_new, [ui.session], new_outputs, cancels=events, queue=False, **PRIVATE)
+
+    def do_select(state: ChatSession, evt: gr.SelectData):
+        return callbacks.select_message(state, evt.index)
+    ui.chatbot.select(do_select, [ui.session], [ui.sources], queue=False, **PRIVATE)
+
+
+def _wire_settings(components: Components, ui: _Widgets) -> None:
+    def do_refresh(*raw):
+        choices, chosen, line = callbacks.refresh_models(components, callbacks.session_settings(*raw))
+        return gr.Dropdown(choices=choices, value=chosen or None), line
+
+    def do_status(*raw):
+        return callbacks.status(components, callbacks.session_settings(*raw))
+
+    inputs, refreshed = ui.settings_inputs, [ui.model, ui.status_line]
+    ui.refresh.click(do_refresh, inputs, refreshed, **PRIVATE)
+    ui.base_url.submit(do_refresh, inputs, refreshed, **PRIVATE)
+    ui.base_url.blur(do_refresh, inputs, refreshed, **PRIVATE)
+    ui.api_key.submit(do_refresh, inputs, refreshed, **PRIVATE)
+    ui.extractive.input(do_status, inputs, [ui.status_line], **PRIVATE)
+    ui.model.input(do_status, inputs, [ui.status_line], **PRIVATE)
+    ui.demo.load(do_refresh, inputs, refreshed, **PRIVATE)  # first load, per browser session
+
+
+def _wire_papers(components: Components, ui: _Widgets) -> None:
+    def do_papers(query: str):
+        return callbacks.search_papers(components, query)
+
+    ui.paper_filter.change(do_papers, [ui.paper_filter], [ui.papers], trigger_mode="always_last", **PRIVATE)
+    ui.demo.load(do_papers, [ui.paper_filter], [ui.papers], **PRIVATE)
+
+
+def _add_chat_api(components: Components) -> None:
+    """``Client(url).predict(question, api_name="/chat")``: one question, the answer and its sources."""
+
+    def chat_api(question: str) -> str:
+        """Answer one question from the abstracts (no conversation); the answer followed by its sources."""
+        try:
+            return callbacks.api_chat(components, question)
+        except PaperchatError as error:
+            # A bad question or a failing endpoint is the caller's answer, not a bug: no traceback in the log.
+            raise gr.Error(str(error), print_exception=False) from error
+
+    gr.api(chat_api, api_name="chat", concurrency_limit=CONCURRENCY, concurrency_id="answer")
 # --- serving ---------------------------------------------------------------------------------------------------
 
 
@@ -224,82 +254,33 @@ def parse_auth(auth: str | None) -> tuple[str, str] | None:
     return user, password
 
 
-def prepare(components) -> Services:
-    """Build the index from the bundled corpus if it is empty, and load what the first question needs."""
-    from ui.cli import ensure_index
-
-    ensure_index(components)
-    services = Services(components)
-    services.warm_up()
-    return services
-
-
 def launch(demo: gr.Blocks, settings, *, host: str | None = None, port: int | None = None, share: bool = False,
-           open_browser: bool = False, services: Services | None = None) -> str:
+           open_browser: bool = False, middleware: Sequence = (), lifespan=None, messages: Sequence[str] = ()) -> str:
     """Start serving ``demo`` without blocking; returns the local URL. Warns when it is open to others.
 
-    With ``services``, the OpenAI-compatible API (``/v1``) and the MCP server (``/mcp``) are served on the
-    same port, in front of the UI (``ui.api.v1``).
+    ``middleware`` goes in front of the UI's routes and ``lifespan`` lives as long as the server (the API
+    and MCP sessions, ``ui.serve``); ``messages`` are said after the URL.
     """
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     host = resolve_host(host)
     port = resolve_port(port)
     auth = parse_auth(settings.auth)
     if not is_loopback(host) and auth is None:
-        _say(f"warning: serving on {host}, reachable from other machines, without a login; "
-             "set PAPERCHAT_AUTH=user:password to require one")
+        say(f"warning: serving on {host}, reachable from other machines, without a login; "
+            "set PAPERCHAT_AUTH=user:password to require one")
     if share and auth is None:
-        _say("warning: --share makes a public link without a login; set PAPERCHAT_AUTH=user:password first")
+        say("warning: --share makes a public link without a login; set PAPERCHAT_AUTH=user:password first")
     extra = {}
-    service = None
-    if services is not None:
-        from ui.api.v1 import build_service
-
-        service = build_service(services, host=host, loopback=is_loopback(host) and not share)
-        # Gradio builds its FastAPI app from these: the API's routes sit in front of the UI's, and the MCP
-        # sessions live as long as the server.
-        extra["app_kwargs"] = {"middleware": service.middleware,
-                               **({"lifespan": service.lifespan} if service.lifespan else {})}
+    if middleware:
+        # Gradio builds its FastAPI app from these: the API's routes sit in front of the UI's.
+        extra["app_kwargs"] = {"middleware": list(middleware), **({"lifespan": lifespan} if lifespan else {})}
     _app, local_url, share_url = demo.launch(
         server_name=host, server_port=port, share=bool(share), auth=auth, inbrowser=open_browser,
         prevent_thread_lock=True, quiet=True, show_error=False, ssr_mode=False, mcp_server=False,
         run_history=False,  # it would keep every event's inputs, the API key too, in the browser
         enable_monitoring=False, footer_links=["api", "settings"], css=render.CSS, theme=gr.themes.Soft(), **extra,
     )
-    _say(f"open {local_url}" + (f" (public link: {share_url})" if share_url else "") + "; Ctrl-C stops")
-    if service is not None:
-        _say(service.message)
+    say(f"open {local_url}" + (f" (public link: {share_url})" if share_url else "") + "; Ctrl-C stops")
+    for message in messages:
+        say(message)
     return local_url
-
-
-def serve(components, *, host: str | None = None, port: int | None = None, share: bool = False,
-          open_browser: bool = False) -> int:
-    """Run the web UI until Ctrl-C or SIGTERM; always closes the components (stops the embedded LLM)."""
-    previous_term = None
-    services = None
-    demo = None
-
-    def on_term(signum, frame):
-        raise KeyboardInterrupt
-
-    try:
-        services = prepare(components)
-        demo = build_app(services)
-        previous_term = signal.signal(signal.SIGTERM, on_term)
-        launch(demo, components.settings, host=host, port=port, share=share, open_browser=open_browser,
-               services=services)
-        demo.block_thread()  # returns on Ctrl-C (and on SIGTERM, turned into one above)
-        return 0
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        if previous_term is not None:
-            signal.signal(signal.SIGTERM, previous_term)
-        if demo is not None:
-            with contextlib.suppress(Exception):  # the server may already be down
-                demo.close()
-        if services is not None:
-            services.close()
-        else:
-            components.close()
-        _say("stopped")

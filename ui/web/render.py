@@ -1,4 +1,4 @@
-"""Turn answers, hits and papers into what the web UI shows: chat text, HTML panels and plain API text.
+"""Turn answers, hits and papers into what the web UI shows: chat text and HTML panels.
 
 Everything that comes from the corpus or from a model is untrusted: it goes through ``html.escape``
 before it reaches an HTML component, and through :func:`chat_text` before it reaches the Chatbot (whose
@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from rag.answers.citations import highlight_spans
 from rag.types import Answer, Hit, Paper
+from ui.shared.text import AnswerNotes, query_words, where
 
 EXAMPLE_QUESTIONS = [
     "Which papers use state-space models for client selection?",
@@ -55,10 +56,6 @@ def chat_text(text: str) -> str:
     return _MD_IMAGE.sub(r"!\\[", text.replace("<", "&lt;"))
 
 
-def where(source: str, ordinal: int) -> str:
-    return f"{source} #{ordinal}"
-
-
 def code_span(text: str) -> str:
     """``text`` as one Markdown code span, whatever backticks it holds (a fence longer than any run in it)."""
     text = " ".join(text.split())  # a code span is one line here
@@ -91,17 +88,17 @@ def answer_markdown(answer: Answer) -> str:
     parts = [close_fences(chat_text(answer.answer)) or "*(empty answer)*"]
     if answer.interrupted:
         parts.append("*⚠ Interrupted: the endpoint stopped mid-answer; the text above is partial.*")
+    facts = AnswerNotes.of(answer)
     notes = []
-    if answer.invalid_markers:
-        notes.append(f"{answer.invalid_markers} citation(s) that matched no source were removed")
-    unsupported = sum(not c.supported for c in answer.claims)
-    if unsupported:
-        verb = "claim that no abstract supports is" if unsupported == 1 else "claims that no abstract supports are"
-        notes.append(f"{unsupported} {verb} struck through")
-    recited = sum(c.recited for c in answer.claims)
-    if recited:
-        notes.append(f"{recited} claim(s) re-cited to the paper that says it")
-    if not answer.grounded and not answer.refused and answer.answer and not unsupported:
+    if facts.removed_markers:
+        notes.append(f"{facts.removed_markers} citation(s) that matched no source were removed")
+    if facts.unsupported:
+        one = facts.unsupported == 1
+        verb = "claim that no abstract supports is" if one else "claims that no abstract supports are"
+        notes.append(f"{facts.unsupported} {verb} struck through")
+    if facts.recited:
+        notes.append(f"{facts.recited} claim(s) re-cited to the paper that says it")
+    if facts.ungrounded and answer.answer and not facts.unsupported:
         notes.append("not grounded: the answer cites no source, check it against the abstracts")
     if notes:
         parts.append("*Note: " + "; ".join(notes) + ".*")
@@ -121,11 +118,6 @@ def interrupted_markdown(partial: str, reason: str) -> str:
 
 def error_markdown(message: str) -> str:
     return f"⚠ **Could not answer.** {chat_text(message)}"
-
-
-def history_entry(answer: Answer) -> dict:
-    """The conversation entry the pipeline reads back for follow-ups ("the second one")."""
-    return {"role": "assistant", "content": answer.answer, "papers": [c.paper_id for c in answer.citations]}
 
 
 # --- the sources panel -----------------------------------------------------------------------------------------
@@ -266,23 +258,6 @@ def message_html(message: str) -> str:
 # --- the papers tab --------------------------------------------------------------------------------------------
 
 
-def _words(query: str) -> list[str]:
-    return [w for w in query.lower().split() if w]
-
-
-def filter_papers(papers: Iterable[Paper], query: str) -> list[Paper]:
-    """Papers whose title, abstract or source contain every word of ``query`` (case-insensitive)."""
-    words = _words(query)
-    if not words:
-        return list(papers)
-    found = []
-    for paper in papers:
-        haystack = f"{paper.title}\n{paper.abstract}\n{paper.source}".lower()
-        if all(word in haystack for word in words):
-            found.append(paper)
-    return found
-
-
 def word_spans(text: str, words: Sequence[str]) -> list[tuple[int, int]]:
     """Where the (lower-case) ``words`` occur in ``text``, sorted, overlaps merged."""
     lowered = text.lower()
@@ -307,7 +282,7 @@ def papers_html(papers: Sequence[Paper], total: int, query: str = "", limit: int
         return message_html("The index is empty: run `paperchat ingest`.")
     if not papers:
         return message_html(f"No paper matches “{query.strip()}” (of {total}).")
-    words = _words(query)
+    words = query_words(query)
     shown = papers[:limit]
     count = f"{len(papers)} of {total} papers match" if words else f"{total} papers (click one for its abstract)"
     if len(papers) > limit:
@@ -320,27 +295,6 @@ def papers_html(papers: Sequence[Paper], total: int, query: str = "", limit: int
         for p in shown
     )
     return f'<div class="pc-papers"><div class="pc-head">{esc(count)}</div><ul class="pc-hits">{items}</ul></div>'
-
-
-# --- plain text for the API ------------------------------------------------------------------------------------
-
-
-def api_text(answer: Answer) -> str:
-    """The answer followed by its sources, as plain text (what ``/chat`` returns)."""
-    lines = [answer.answer.strip()]
-    if answer.interrupted:
-        lines.append("(interrupted: the endpoint stopped mid-answer; the answer is partial)")
-    if answer.citations:
-        lines.append("")
-        lines.append("Sources:")
-        for c in answer.citations:
-            weak = " (weakly supported)" if c.weak else ""
-            lines.append(f"[{c.marker}] {c.title} — {where(c.source, c.ordinal)}{weak}")
-    elif answer.sources:
-        lines.append("")
-        lines.append("Nearest papers:")
-        lines.extend(f"- {h.title} — {where(h.source, h.ordinal)}" for h in answer.sources[:3])
-    return "\n".join(lines)
 
 
 CSS = """

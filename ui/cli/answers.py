@@ -1,0 +1,130 @@
+"""``paperchat ask``, ``paperchat chat`` and ``paperchat mcp``: answers in the terminal, streamed, with their
+sources and notes, and the same answers for MCP clients over stdio."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from rag.errors import LLMError, QueryError
+from rag.text import say, terminal_safe
+from rag.types import Turn, as_messages
+from ui.cli.output import read_line, show, show_json
+from ui.cli.search import batch_line, question_arg, read_batch
+from ui.shared.commands import components_from_args
+from ui.shared.text import AnswerNotes
+
+
+def show_sources(answer) -> None:
+    """What follows an answer: its sources, the papers consulted, unsupported claims, notes, who answered."""
+    cited = {c.paper_id for c in answer.citations}
+    if answer.citations:
+        show("\nSources:")
+        for c in answer.citations:
+            flag = "  (weakly supported)" if c.weak else ""
+            show(f"[{c.marker}] {c.title}  ({c.source} #{c.ordinal})  support {c.support:.2f}{flag}")
+            if c.evidence:
+                show(f"    evidence: {c.evidence}")
+    others = [h for h in answer.sources if h.paper_id not in cited]
+    if others:
+        show("\nNearest papers:" if answer.refused or not answer.citations else "\nAlso consulted (not cited):")
+        for h in others:
+            show(f"- {h.title}  ({h.source} #{h.ordinal})")
+    flagged = [c for c in answer.claims if not c.supported]
+    if flagged:
+        show("\nUnsupported (no source says this; struck through as ~~...~~ above):")
+        for c in flagged:
+            why = f"names or figures in no source: {', '.join(c.invented)}" if c.invented else "no source supports it"
+            show(f"[unsupported] {c.text}  ({why})")
+    facts = AnswerNotes.of(answer)
+    notes = []
+    if facts.recited:
+        notes.append(f"{facts.recited} claim(s) were re-cited to the source that supports them")
+    if facts.removed_markers:
+        notes.append(f"{facts.removed_markers} citation(s) that matched no source were removed")
+    if facts.ungrounded:
+        notes.append("not grounded: the answer cites no source, check it against the abstracts")
+    if answer.interrupted:
+        notes.append("the answer was interrupted: the endpoint stopped mid-answer")
+    for note in notes:
+        show(f"note: {note}")
+    show(f"answered by: {answer.backend}")
+
+
+def stream_answer(pipeline, question: str, history: list[Turn] | None = None, k=None):
+    """Print the answer as it is written; the checked text too when the check changed it. Returns the answer."""
+    from rag.answers.pipeline import FinalEvent, TextEvent
+
+    final = None
+    shown: list[str] = []
+    for event in pipeline.stream(question, as_messages(history or []), k=k):
+        if isinstance(event, TextEvent) and event.content:
+            shown.append(event.content)
+            sys.stdout.write(terminal_safe(event.content))
+            sys.stdout.flush()
+        elif isinstance(event, FinalEvent):
+            final = event.answer
+    show()
+    if final is not None and " ".join(final.answer.split()) != " ".join("".join(shown).split()):
+        # The claims were re-cited or flagged after the stream: show the checked text too.
+        show(f"\nChecked answer:\n{final.answer}")
+    return final
+
+
+def _say_notice(components) -> None:
+    notice = components.notice()
+    if notice:
+        say(notice)
+
+
+def cmd_ask(args) -> int:
+    with components_from_args(args) as components:
+        components.ensure_index()
+        pipeline = components.pipeline
+        _say_notice(components)
+        if args.batch:
+            for row in read_batch(args.batch):
+                history = row.get("history") or []
+                if not isinstance(history, list) or not all(isinstance(m, dict) for m in history):
+                    raise QueryError("'history' must be a list of {\"role\": ..., \"content\": ...} objects")
+                answer = pipeline.answer(row["question"], history, k=args.k)
+                show_json(batch_line(row, answer.to_dict()), flush=True)
+            return 0
+        if not args.question:
+            raise QueryError("give a question, e.g. paperchat ask \"what did the MA-RAG authors evaluate on?\"")
+        question = question_arg(args.question)
+        if args.json:
+            show_json(json.dumps(pipeline.answer(question, k=args.k).to_dict(), ensure_ascii=False))
+            return 0
+        show_sources(stream_answer(pipeline, question, k=args.k))
+        return 0
+
+
+def cmd_chat(args) -> int:
+    with components_from_args(args) as components:
+        components.ensure_index()
+        pipeline = components.pipeline
+        _say_notice(components)
+        show("paperchat: ask about the papers; follow-ups use the conversation. Empty line or Ctrl-D quits.")
+        history: list[Turn] = []
+        while (question := read_line("\nyou> ")) is not None:
+            try:
+                answer = stream_answer(pipeline, question, history, k=args.k)
+            except (QueryError, LLMError) as e:
+                say(f"error: {e}")
+                continue
+            show_sources(answer)
+            history += [Turn.asked(question), Turn.answered(answer)]
+    return 0
+
+
+def cmd_mcp(args) -> int:
+    """An MCP server over stdio (for desktop clients and agents): stdout carries the protocol only."""
+    from ui.api.mcp_server import run_stdio
+
+    with components_from_args(args) as components:
+        components.ensure_index()
+        components.warm_up()
+        _say_notice(components)
+        run_stdio(components)
+    return 0

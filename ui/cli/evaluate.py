@@ -1,0 +1,80 @@
+"""``paperchat eval``: measure retrieval on a question file or a BEIR dataset, or judge answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rag.errors import QueryError
+from ui.cli.output import show, show_json
+from ui.shared.commands import components_from_args
+
+
+def cmd_eval(args) -> int:
+    components = components_from_args(args)
+    if args.beir:
+        metrics = _beir_metrics(components, Path(args.beir), args.split)
+    else:
+        if not args.file:
+            raise QueryError("give an evaluation file (e.g. data/eval/dev.jsonl) or --beir DIR")
+        components.ensure_index()
+        if args.answers:
+            metrics = _answer_metrics(components, Path(args.file), args.details)
+        else:
+            from rag.evaluation import dev_metrics, load_dev
+
+            questions = load_dev(Path(args.file))
+            results = components.retriever.search_many([q.question for q in questions], 10)
+            metrics = dev_metrics(questions, results)
+    if args.json:
+        show_json(json.dumps(metrics))
+    else:
+        for key, value in metrics.items():
+            show(f"{key}: {value:.4f}" if isinstance(value, float) else f"{key}: {value}")
+    return 0
+
+
+def _beir_metrics(components, folder: Path, split: str) -> dict:
+    from rag.corpus.load import file_label
+    from rag.evaluation import beir_metrics, load_beir
+
+    queries, qrels = load_beir(folder, split)
+    retriever = components.retriever
+    retriever.refresh()
+    # Stored ids are namespaced by their file ("corpus.jsonl#doc1"); the qrels name the documents' own ids.
+    corpus_file = folder / "corpus.jsonl"
+    prefixes = tuple(
+        file_label(corpus_file, components.settings.corpus_dir, folder=parent) + "#"
+        for parent in (None, folder)  # ingested by itself, or with its folder
+    )
+
+    def own_id(paper_id: str) -> str:
+        return next((paper_id[len(p) :] for p in prefixes if paper_id.startswith(p)), paper_id)
+
+    def search(texts: list[str]) -> list[list[str]]:
+        results = retriever.search_many(texts, 100)
+        return [[own_id(h.paper_id) for h in hits] for hits in results]
+
+    return beir_metrics(queries, qrels, search)
+
+
+def _answer_metrics(components, path: Path, details_path: str | None) -> dict:
+    """Answer every question (with its history) and judge the answers; ``details_path``: one JSON line each."""
+    from rag.evaluation import answer_metrics, load_dev
+
+    questions = load_dev(path)
+    with components:
+        pipeline = components.pipeline
+        answers = []
+        details = open(details_path, "w", encoding="utf-8") if details_path else None  # noqa: SIM115
+        try:
+            for q in questions:
+                answers.append(pipeline.answer(q.question, q.history))
+                if details:
+                    details.write(json.dumps({"id": q.id, "type": q.kind, "gold": q.gold, "facts": q.facts,
+                                              **answers[-1].to_dict()}, ensure_ascii=False) + "\n")
+                    details.flush()
+        finally:
+            if details:
+                details.close()
+        return {"backend": pipeline.backend, **answer_metrics(questions, answers)}

@@ -1,0 +1,46 @@
+"""``paperchat ingest`` and ``paperchat stats``: build the index, and say what it holds."""
+
+from __future__ import annotations
+
+import json
+
+from rag.text import say
+from ui.cli.output import show, show_json
+from ui.shared.commands import components_from_args
+
+EXIT_REJECTED = 1  # ingest stored what it could but rejected some input
+MAX_LISTED = 10  # paper ids named in a report line, at most
+
+
+def cmd_ingest(args) -> int:
+    run = components_from_args(args).ingest_files(args.paths, rebuild=args.rebuild)
+    show(f"ingested {run.papers} papers from {run.files} files in {run.seconds:.1f}s: {run.report.summary()}")
+    updated = run.report.updated_ids
+    if updated:
+        more = f" and {len(updated) - MAX_LISTED} more" if len(updated) > MAX_LISTED else ""
+        show(f"updated (changed in the same file since the last ingest): {', '.join(updated[:MAX_LISTED])}{more}")
+    if run.rejected:
+        say(run.problem_line)
+        return EXIT_REJECTED
+    return 0
+
+
+def cmd_stats(args) -> int:
+    components = components_from_args(args)
+    store = components.store
+    papers, chunks = store.counts()
+    manifest = store.manifest() or {}
+    stats = {
+        "papers": papers,
+        "chunks": chunks,
+        "embedding_model": manifest.get("embedding_model") or components.embedder.name,
+        "chunk_max_tokens": manifest.get("chunk_max_tokens"),
+        "store": store.location,
+        "collection": components.settings.collection,
+    }
+    if args.json:
+        show_json(json.dumps(stats))
+    else:
+        for key, value in stats.items():
+            show(f"{key}: {value}")
+    return 0

@@ -1,0 +1,92 @@
+"""The ``paperchat`` entry point: the argument parser (every command and option) and ``main``.
+
+Every command exits 0 on success and non-zero on failure with a one-line message on stderr; user
+errors never show a traceback (set PAPERCHAT_DEBUG=1 to see one for a bug report). The README's command
+reference is generated from this parser (``python -m ui.cli.reference``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+
+from ui.cli.answers import cmd_ask, cmd_chat, cmd_mcp
+from ui.cli.doctor import cmd_doctor
+from ui.cli.evaluate import cmd_eval
+from ui.cli.index import cmd_ingest, cmd_stats
+from ui.cli.search import cmd_prompt, cmd_search
+from ui.serve import add_serve_arguments
+from ui.shared.commands import run_command
+
+DESCRIPTION = "Ask questions about research papers from their abstracts, with citations."
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="paperchat", description=DESCRIPTION)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("ingest", help="index abstracts (default: the bundled ICML 2026 corpus)")
+    p.add_argument("paths", nargs="*", help="files or folders: .txt (one abstract per paragraph), .jsonl, .json, .csv")
+    p.add_argument("--rebuild", action="store_true", help="drop the index and build it again")
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("search", help="find the papers that match a question")
+    p.add_argument("question", nargs="*", help="the question ('-': read it from stdin)")
+    p.add_argument("--k", type=int, default=None, help="papers to return (default: PAPERCHAT_TOP_K)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--batch", metavar="FILE", help="JSON Lines file with a 'question' per line ('-': stdin)")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("ask", help="answer a question from the abstracts, with citations")
+    p.add_argument("question", nargs="*", help="the question ('-': read it from stdin)")
+    p.add_argument("--k", type=int, default=None, help="papers to consult (default: PAPERCHAT_TOP_K)")
+    p.add_argument("--json", action="store_true", help="print the answer as JSON")
+    p.add_argument("--batch", metavar="FILE", help="JSON Lines: a 'question' (and optional 'history') per line")
+    p.add_argument("--extractive", action="store_true", help="no LLM: answer with cited sentences")
+    p.set_defaults(func=cmd_ask)
+
+    p = sub.add_parser("chat", help="a conversation in the terminal, with follow-ups")
+    p.add_argument("--k", type=int, default=None, help="papers to consult (default: PAPERCHAT_TOP_K)")
+    p.add_argument("--extractive", action="store_true", help="no LLM: answer with cited sentences")
+    p.set_defaults(func=cmd_chat)
+
+    p = sub.add_parser("doctor", help="check the index, the model and the LLM endpoint, and say what to fix")
+    p.add_argument("--extractive", action="store_true", help="check as if answers were extractive (no LLM)")
+    p.set_defaults(func=cmd_doctor)
+
+    add_serve_arguments(sub.add_parser("serve", help="open the web UI (http://127.0.0.1:7860), with the "
+                                                     "OpenAI-compatible API at /v1 and the MCP server at /mcp"))
+
+    p = sub.add_parser("mcp", help="an MCP server over stdio (tools: search_papers, ask, get_paper, list_papers)")
+    p.add_argument("--k", type=int, default=None, help="papers to consult (default: PAPERCHAT_TOP_K)")
+    p.add_argument("--extractive", action="store_true", help="no LLM: answer with cited sentences")
+    p.set_defaults(func=cmd_mcp)
+
+    p = sub.add_parser("prompt", help="an interactive search prompt")
+    p.add_argument("--k", type=int, default=None, help="papers to show (default: PAPERCHAT_TOP_K)")
+    p.set_defaults(func=cmd_prompt)
+
+    p = sub.add_parser("stats", help="what the index holds")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("eval", help="measure retrieval on a question file or a BEIR dataset")
+    p.add_argument("file", nargs="?", help="questions with gold papers (format of data/eval/dev.jsonl)")
+    p.add_argument("--beir", metavar="DIR", help="BEIR dataset folder (corpus must be ingested)")
+    p.add_argument("--split", default="test", help="BEIR qrels split (default: test)")
+    p.add_argument("--answers", action="store_true", help="judge answers (fact recall, citations, abstention)")
+    p.add_argument("--extractive", action="store_true", help="with --answers: extractive answers")
+    p.add_argument("--details", metavar="FILE", help="with --answers: write every answer as a JSON line to FILE")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_eval)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, parts: Mapping[str, object] | None = None) -> int:
+    """``paperchat ARGS``; ``parts`` are given to the components instead of built (tests: a fake embedder)."""
+    return run_command(build_parser(), argv, parts=parts)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""``paperchat search`` and ``paperchat prompt``: the papers that match a question, and reading questions
+from the command line, stdin or a JSON Lines batch."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rag.errors import QueryError
+from rag.text import clean_input, say
+from ui.cli.output import read_line, show, show_json
+from ui.shared.commands import components_from_args
+
+_QUESTION_KEYS = ("question", "query", "text")  # BEIR's queries.jsonl ({"_id", "text"}) works as it is
+_ID_KEYS = ("id", "_id", "qid", "query_id")
+
+
+def read_batch(path: str) -> list[dict]:
+    """The records of a JSON Lines batch (``-``: stdin), each with a clean ``question``."""
+    from rag.evaluation import parse_jsonl, read_jsonl
+
+    rows = parse_jsonl(sys.stdin.read().splitlines(), "stdin") if path == "-" else read_jsonl(Path(path), "batch")
+    for number, row in enumerate(rows, start=1):
+        question = next((row[key] for key in _QUESTION_KEYS if isinstance(row.get(key), str)), None)
+        if question is None:
+            raise QueryError(f"{path}: record {number}: no 'question' string (expected {{\"question\": \"...\"}})")
+        row["question"] = clean_input(question)
+    return rows
+
+
+def batch_line(row: dict, payload: dict) -> str:
+    """One output line; the record's id (if it has one) comes back with its results."""
+    ident = next((row[key] for key in _ID_KEYS if key in row), None)
+    return json.dumps({**({"id": ident} if ident is not None else {}), **payload}, ensure_ascii=False)
+
+
+def question_arg(words: Sequence[str]) -> str:
+    """The question from the command line; ``-`` reads it from stdin (for questions longer than argv allows)."""
+    if list(words) == ["-"]:
+        return clean_input(sys.stdin.read())
+    return clean_input(" ".join(words))  # an invalid byte in an argument arrives as a lone surrogate
+
+
+def _show_hits(hits) -> None:
+    if not hits:
+        show("no matching papers")
+    for hit in hits:
+        show(f"{hit.rank}. {hit.title}  [{hit.source} #{hit.ordinal}]  score {hit.score:.3f}")
+        excerpt = hit.text if len(hit.text) <= 300 else hit.text[:297] + "..."
+        show(f"   {excerpt}")
+
+
+def cmd_search(args) -> int:
+    components = components_from_args(args)
+    components.ensure_index()
+    retriever = components.retriever
+    if args.batch:
+        rows = read_batch(args.batch)
+        results = retriever.search_many([r["question"] for r in rows], args.k)
+        for row, hits in zip(rows, results, strict=True):
+            show_json(batch_line(row, {"query": row["question"], "hits": [h.to_dict() for h in hits]}))
+        return 0
+    if not args.question:
+        raise QueryError("give a question, e.g. paperchat search \"state space models for client selection\"")
+    question = question_arg(args.question)
+    hits = retriever.search(question, args.k)
+    if args.json:
+        show_json(json.dumps({"query": question, "hits": [h.to_dict() for h in hits]}, ensure_ascii=False))
+    else:
+        _show_hits(hits)
+    return 0
+
+
+def cmd_prompt(args) -> int:
+    """An interactive search prompt: the papers for each question typed, without answers."""
+    components = components_from_args(args)
+    components.ensure_index()
+    retriever = components.retriever
+    show("paperchat search: type a question, empty line or Ctrl-D to quit")
+    while (question := read_line("? ")) is not None:
+        try:
+            _show_hits(retriever.search(question, args.k))
+        except QueryError as e:
+            say(str(e))
+    return 0

@@ -1,0 +1,61 @@
+"""How a command-line entry point runs (``paperchat ...`` and ``python app.py``): its options checked, settings
+from the environment and the options -> components, and the one top-level error handler.
+
+Every failure ends as one ``paperchat: ...`` line on stderr and an exit code; a traceback only for a bug,
+and only with PAPERCHAT_DEBUG=1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping, Sequence
+
+from rag.components import Components
+from rag.errors import PaperchatError
+from rag.settings import load_settings
+from rag.text import say
+
+EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug
+EXIT_INTERRUPTED = 130
+
+
+def components_from_args(args: argparse.Namespace) -> Components:
+    """Settings (environment plus the command line's --k and --extractive) -> components, with the parts
+    the entry point was given instead (``run_command(parts=...)``)."""
+    overrides = {}
+    if getattr(args, "k", None):
+        overrides["top_k"] = args.k
+    if getattr(args, "extractive", False):
+        overrides["llm"] = "extractive"
+    return Components(load_settings(**overrides), **getattr(args, "parts", {}))
+
+
+def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None, *,
+                parts: Mapping[str, object] | None = None) -> int:
+    """Parse ``argv``, run the command it names (``args.func``) and turn every failure into one line.
+
+    ``parts`` are given to ``Components`` instead of built from settings (tests: a fake embedder).
+    """
+    args = parser.parse_args(argv)
+    if getattr(args, "k", None) is not None and args.k < 1:
+        parser.error("--k must be at least 1")
+    args.parts = dict(parts or {})
+    try:
+        return int(args.func(args) or 0)
+    except PaperchatError as e:
+        say(f"error: {e}")
+        return e.exit_code
+    except KeyboardInterrupt:
+        say("interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # `paperchat search ... | head`: the reader left; not an error worth a message.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as e:
+        if os.environ.get("PAPERCHAT_DEBUG"):
+            raise
+        say(f"internal error: {type(e).__name__}: {e} (this is a bug; rerun with PAPERCHAT_DEBUG=1 for details)")
+        return EXIT_INTERNAL

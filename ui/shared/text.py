@@ -1,0 +1,98 @@
+"""Answers, papers and the answer writer as plain text: what the API (``/v1``, MCP) and the web UI's ``/chat``
+endpoint return, the papers filter both offer, and the notes every surface shows under an answer.
+
+Nothing here escapes anything: HTML and Markdown escaping is the web UI's (``ui.web.render``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from rag.components import Components, SessionSettings
+from rag.redact import redact_url
+from rag.types import Answer, Paper
+
+
+def where(source: str, ordinal: int) -> str:
+    return f"{source} #{ordinal}"
+
+
+def answer_text(answer: Answer) -> str:
+    """The answer with its ``[n]`` markers, then a readable sources block (what any chat client shows)."""
+    lines = [answer.answer.strip()]
+    if answer.interrupted:
+        lines.append("(interrupted: the endpoint stopped mid-answer; the answer is partial)")
+    if answer.citations:
+        lines.append("")
+        lines.append("Sources:")
+        for c in answer.citations:
+            weak = " (weakly supported)" if c.weak else ""
+            lines.append(f"[{c.marker}] {c.title} — {where(c.source, c.ordinal)}{weak}")
+    elif answer.sources:
+        lines.append("")
+        lines.append("Nearest papers:")
+        lines.extend(f"- {h.title} — {where(h.source, h.ordinal)}" for h in answer.sources[:3])
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class AnswerNotes:
+    """What a reader should know about an answer beyond its text (each surface words it its own way)."""
+
+    removed_markers: int  # citations that matched no source, removed
+    unsupported: int  # claims no source supports (struck through)
+    recited: int  # claims moved to the source that says them
+    ungrounded: bool  # an answer (not a refusal) that cites no source
+
+    @classmethod
+    def of(cls, answer: Answer) -> AnswerNotes:
+        return cls(
+            removed_markers=answer.invalid_markers,
+            unsupported=sum(not c.supported for c in answer.claims),
+            recited=sum(c.recited for c in answer.claims),
+            ungrounded=not answer.grounded and not answer.refused,
+        )
+
+
+# --- papers -------------------------------------------------------------------------------------------------
+
+
+def query_words(query: str) -> list[str]:
+    return [w for w in query.lower().split() if w]
+
+
+def filter_papers(papers: Iterable[Paper], query: str) -> list[Paper]:
+    """Papers whose title, abstract or source contain every word of ``query`` (case-insensitive)."""
+    words = query_words(query)
+    if not words:
+        return list(papers)
+    found = []
+    for paper in papers:
+        haystack = f"{paper.title}\n{paper.abstract}\n{paper.source}".lower()
+        if all(word in haystack for word in words):
+            found.append(paper)
+    return found
+
+
+# --- the answer writer --------------------------------------------------------------------------------------
+
+
+def describe_answer_writer(components: Components, settings: SessionSettings, listed: list[str] | None = None) -> str:
+    """Who answers for these settings; ``listed``: the endpoint's models, if known (names the default one)."""
+    if settings.extractive:
+        return "extractive: quoted sentences from the abstracts, no LLM"
+    kind = "endpoint" if settings.base_url else components.answer_writer()
+    if kind == "endpoint":
+        url = settings.base_url or components.settings.llm_base_url or ""
+        model = settings.model if settings.base_url else (components.settings.llm_model or "")
+        if not model:
+            model = f"{listed[0]} (first listed)" if listed else "the first listed model"
+        return f"endpoint {model} @ {redact_url(url)}"
+    if kind == "embedded":
+        chat_model = components.built_chat_model
+        if chat_model is not None:
+            return chat_model.label + " (embedded, a tiny model; connect an endpoint for better answers)"
+        return ("embedded llama.cpp model (starts with the first question; a tiny model, "
+                "connect an endpoint for better answers)")
+    return "extractive: quoted sentences from the abstracts, no LLM"
