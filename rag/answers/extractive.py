@@ -26,6 +26,7 @@ import numpy as np
 from rag.corpus.chunking import split_sentences
 from rag.corpus.titles import is_generic, looks_coined
 from rag.embedding.models import Embedder
+from rag.plain_text import readable
 from rag.types import Hit
 from store.bm25 import Analyzer, LexicalParams
 
@@ -167,10 +168,12 @@ class ExtractiveAnswerer:
 
     def write(self, plan: AnswerPlan, hits: Sequence[Hit]) -> str:
         """The plan's evidence as a cited answer: one line a paper for several papers, else the sentences."""
+        # Quoted as a reader reads them: the abstracts' LaTeX and Markdown markup left out.
         if plan.multi:
-            return "\n".join(f"- {hits[p.index].title}: {p.sentences[0]} [{p.index + 1}]" for p in plan.papers)
+            return "\n".join(f"- {hits[p.index].title}: {readable(p.sentences[0])} [{p.index + 1}]"
+                             for p in plan.papers)
         paper = plan.papers[0]
-        return " ".join(f"{s} [{paper.index + 1}]" for s in paper.sentences)
+        return " ".join(f"{readable(s)} [{paper.index + 1}]" for s in paper.sentences)
 
     # --- does the abstract state what is asked? ---------------------------------------------------------
 

@@ -19,12 +19,8 @@ QUESTION = "state space models for choosing clients in federated learning"
 
 
 @pytest.fixture(scope="module")
-def index_dir(tmp_path_factory):
-    data_dir = tmp_path_factory.mktemp("ask-index")
-    env = {**os.environ, "PAPERCHAT_DATA_DIR": str(data_dir)}
-    subprocess.run([sys.executable, "-m", "ui.cli", "ingest"], cwd=PROJECT_ROOT, env=env, check=True,
-                   capture_output=True)
-    return data_dir
+def index_dir(bundled_index):
+    return bundled_index
 
 
 @pytest.fixture

@@ -34,12 +34,9 @@ def assert_clean_failure(result, fragment: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def built_index(tmp_path_factory):
-    data_dir = tmp_path_factory.mktemp("cli-index")
-    result = run(["ingest"], data_dir)
-    assert result.returncode == 0, result.stderr
-    assert "76 added" in result.stdout
-    return data_dir
+def built_index(bundled_index):
+    """The bundled corpus as `paperchat ingest` indexed it (tests/conftest.py checks that ingest's report)."""
+    return bundled_index
 
 
 def test_search_json_ranks_fedssm_first(built_index):

@@ -7,6 +7,7 @@ import json
 import sys
 
 from rag.errors import LLMError, QueryError
+from rag.plain_text import readable
 from rag.text import say, terminal_safe
 from rag.types import Turn, as_messages
 from ui.cli.output import read_line, show, show_json
@@ -24,7 +25,7 @@ def show_sources(answer) -> None:
             flag = "  (weakly supported)" if c.weak else ""
             show(f"[{c.marker}] {c.title}  ({c.source} #{c.ordinal})  support {c.support:.2f}{flag}")
             if c.evidence:
-                show(f"    evidence: {c.evidence}")
+                show(f"    evidence: {readable(c.evidence)}")
     others = [h for h in answer.sources if h.paper_id not in cited]
     if others:
         show("\nNearest papers:" if answer.refused or not answer.citations else "\nAlso consulted (not cited):")

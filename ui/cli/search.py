@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rag.errors import QueryError
+from rag.plain_text import readable
 from rag.text import clean_input, say
 from ui.cli.output import read_line, show, show_json
 from ui.shared.commands import components_from_args
@@ -48,7 +49,8 @@ def _show_hits(hits) -> None:
         show("no matching papers")
     for hit in hits:
         show(f"{hit.rank}. {hit.title}  [{hit.source} #{hit.ordinal}]  score {hit.score:.3f}")
-        excerpt = hit.text if len(hit.text) <= 300 else hit.text[:297] + "..."
+        text = readable(hit.text)
+        excerpt = text if len(text) <= 300 else text[:297] + "..."
         show(f"   {excerpt}")
 
 

@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 
 from rag.answers.citations import highlight_spans
+from rag.plain_text import readable
 from rag.types import Answer, Hit, Paper
 from ui.shared.text import AnswerNotes, query_words, where
 
@@ -128,10 +129,10 @@ def highlighted_abstract(abstract: str, spans: Sequence[tuple[int, int]]) -> str
     out: list[str] = []
     pos = 0
     for start, end in spans:
-        out.append(esc(abstract[pos:start]))
-        out.append(f"<mark>{esc(abstract[start:end])}</mark>")
+        out.append(esc(readable(abstract[pos:start])))
+        out.append(f"<mark>{esc(readable(abstract[start:end]))}</mark>")
         pos = end
-    out.append(esc(abstract[pos:]))
+    out.append(esc(readable(abstract[pos:])))
     return "".join(out)
 
 
@@ -152,7 +153,7 @@ def _cited_card(answer: Answer, citation) -> str:
     checks = [c for c in answer.checks if c.paper_id == citation.paper_id and c.marker == citation.marker]
     claims = "".join(
         f'<li class="{"pc-claim-weak" if c.weak else "pc-claim"}">{_support_badge(c.support, c.weak)} '
-        f"{esc(c.claim)}</li>"
+        f"{esc(readable(c.claim))}</li>"
         for c in checks
     )
     spans = highlight_spans(abstract, answer.checks, citation.paper_id)
@@ -174,7 +175,7 @@ def _hit_item(hit: Hit, *, open_: bool = False) -> str:
     return (
         f'<li class="pc-hit"><details{" open" if open_ else ""}><summary><span class="pc-hit-title">'
         f"{esc(hit.title)}</span> {_paper_meta(hit.source, hit.ordinal)}</summary>"
-        f'<p class="pc-abstract-text">{esc(abstract)}</p></details></li>'
+        f'<p class="pc-abstract-text">{esc(readable(abstract))}</p></details></li>'
     )
 
 
@@ -204,7 +205,7 @@ def _claim_item(claim) -> str:
     evidence = ""
     if claim.evidence:
         lead = "evidence" if claim.supported else f"nearest sentence ({esc(claim.title)})"
-        evidence = f'<div class="pc-evidence">{lead}: “{esc(claim.evidence)}”</div>'
+        evidence = f'<div class="pc-evidence">{lead}: “{esc(readable(claim.evidence))}”</div>'
     text = esc(claim.text) if claim.supported else f"<s>{esc(claim.text)}</s>"
     return f'<li class="pc-claim pc-claim-{kind}">{badge} {text}{target}{evidence}</li>'
 
