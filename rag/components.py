@@ -21,7 +21,7 @@ from pathlib import Path
 from rag.embedding.models import Embedder, ProgressBar
 from rag.embedding.runtime import build_embedder
 from rag.errors import ConfigError, CorpusError, LLMUnavailable, PaperchatError
-from rag.ingest import Ingestor, IngestReport, index_manifest, make_chunker
+from rag.ingest import Ingestor, IngestReport, check_auto_build, index_manifest, make_chunker
 from rag.redact import redact_url
 from rag.retrieval.hybrid import HybridRetriever
 from rag.settings import Settings
@@ -174,6 +174,7 @@ class Components:
         """An empty index is built from the corpus folder first, and the user is told."""
         papers, _chunks = self.store.counts()
         if papers == 0:
+            check_auto_build(self.store, self.settings)
             self.warn(f"the index is empty: building it from {self.settings.corpus_dir} first")
             run = self.ingest_files()
             if run.rejected:

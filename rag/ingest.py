@@ -21,7 +21,8 @@ import numpy as np
 
 from rag.corpus.chunking import CHUNKER_VERSION, Chunker
 from rag.embedding.models import Embedder
-from rag.errors import IndexLocked, StoreError
+from rag.errors import ConfigError, IndexLocked, StoreError
+from rag.settings import BUNDLED_CORPUS, Settings
 from rag.types import Paper
 from store.chroma import ChromaStore
 from store.layout import LOCK_FILE
@@ -247,3 +248,21 @@ def _file_of(paper_id: str, labels: set[str]) -> str | None:
             return paper_id[:at]
         at = paper_id.find("#", at + 1)
     return None
+
+
+def check_auto_build(store: ChromaStore, settings: Settings) -> None:
+    """Raise ``ConfigError`` unless an empty index may be built from ``settings.corpus_dir`` on its own.
+
+    Only the default collection is built from the bundled corpus unasked: a collection name the user set
+    that the store lacks is most likely a typo (``mypaper`` for ``mypapers``), and indexing the bundled
+    abstracts under it would answer from the wrong papers without a word."""
+    default = type(settings).model_fields["collection"].default
+    if settings.collection == default or settings.corpus_dir != BUNDLED_CORPUS or store.exists():
+        return
+    names = [n for n in store.collection_names() if n != settings.collection]
+    existing = ", ".join(names) if names else "none yet"
+    raise ConfigError(
+        f"there is no collection named {settings.collection!r} in {store.location} (existing: {existing}): "
+        "check PAPERCHAT_COLLECTION, or create it with `paperchat ingest PATH`"
+    )
+

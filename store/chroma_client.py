@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Self
 
 from rag.errors import StoreError, StoreUnavailable
-from store.layout import papers_collection
+from store.layout import PAPERS_SUFFIX, papers_collection
 
 
 class ChromaConnection:
@@ -146,6 +146,12 @@ class ChromaConnection:
 
     def exists(self) -> bool:
         return self._open(create=False)
+
+    def collection_names(self) -> list[str]:
+        """The indexes (chunk collections) this store holds, by name."""
+        collections = self._call("list collections", self.client.list_collections)
+        names = {c.name if hasattr(c, "name") else c for c in collections}
+        return sorted(n for n in names if not n.endswith(PAPERS_SUFFIX) or n[: -len(PAPERS_SUFFIX)] not in names)
 
 
 def _is_missing(error: Exception) -> bool:

@@ -30,6 +30,7 @@ from rag.answers.extractive import mentions_title
 from rag.answers.prompts import says_not_covered
 from rag.corpus.titles import is_generic, looks_coined
 from rag.embedding.models import Embedder
+from rag.plain_text import readable
 from rag.types import ClaimVerdict, Paper
 from store.bm25 import Analyzer, LexicalParams
 
@@ -82,7 +83,8 @@ class Attributor:
         missing = [p for p, key in zip(papers, keys, strict=True) if key not in self._evidence]
         if missing:
             spans = {p.paper_id: evidence_spans(p.abstract) for p in missing}
-            texts = [p.abstract[s:e] for p in missing for s, e in spans[p.paper_id]]
+            # Answers quote abstracts without their markup (rag/plain_text.py): compare like with like.
+            texts = [readable(p.abstract[s:e]) for p in missing for s, e in spans[p.paper_id]]
             vectors = unit_rows(self.embedder.embed(texts)) if texts else np.zeros((0, 1), dtype=np.float32)
             row = 0
             for p in missing:
@@ -124,8 +126,9 @@ class Attributor:
         papers = [sources[n] for n in numbers]
         evidence = self._evidence_for(papers)
         claim_vectors = unit_rows(self.embedder.embed([c.text for c in checked]))
-        known = _known_text([p.abstract for p in papers] + [p.title for p in papers] + [question])
-        paper_terms = [set(self.analyze(f"{p.title} {p.abstract}")) for p in papers]
+        shown = [f"{p.abstract} {readable(p.abstract)}" for p in papers]
+        known = _known_text(shown + [p.title for p in papers] + [question])
+        paper_terms = [set(self.analyze(f"{p.title} {text}")) for p, text in zip(papers, shown, strict=True)]
 
         verdicts: dict[int, ClaimVerdict] = {}
         checks: list[ClaimCheck] = []

@@ -237,3 +237,21 @@ print(json.dumps({{"code": code, "heavy": heavy}}))
     assert search["code"] == 0 and search["heavy"] == []
     hits = json.loads(search["stdout"].splitlines()[0])["hits"]
     assert hits[0]["title"] == "FedSSM"
+
+
+def test_an_unknown_collection_is_an_error_that_lists_the_existing_ones(settings_factory, fake_embedder, tmp_path):
+    from rag.errors import ConfigError
+
+    corpus = tmp_path / "mine.txt"
+    corpus.write_text("My papers\n\nA first abstract about graph neural networks for molecules.\n", "utf-8")
+    mine = Components(settings_factory(collection="mypapers"), embedder=fake_embedder)
+    mine.ingest_files([corpus])
+    typo = Components(settings_factory(collection="mypaper"), embedder=fake_embedder)
+    with pytest.raises(ConfigError) as raised:
+        typo.ensure_index()
+    message = str(raised.value)
+    assert "'mypaper'" in message and "existing: mypapers" in message and "PAPERCHAT_COLLECTION" in message
+    assert typo.store.counts() == (0, 0) and not typo.store.exists()  # nothing was indexed under the typo
+    assert mine.store.counts()[0] == 1  # and what was stored is untouched
+    # A collection given its own corpus folder is built from it, as asked.
+    Components(settings_factory(collection="other", corpus_dir=tmp_path), embedder=fake_embedder).ensure_index()

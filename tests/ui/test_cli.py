@@ -91,6 +91,13 @@ def test_stats_and_eval(built_index):
 
 
 def test_user_errors_are_one_line_without_traceback(built_index, tmp_path):
+    # A bad question is said first and alone: no notice about the answer writer, no index built for it.
+    empty = run(["ask", ""], tmp_path / "never-built")
+    assert_clean_failure(empty, "empty")
+    assert empty.stderr.strip().count("\n") == 0 and not (tmp_path / "never-built").exists()
+    typo = run(["search", "q"], built_index, env_extra={"PAPERCHAT_COLLECTION": "paperchatt"})
+    assert_clean_failure(typo, "no collection named 'paperchatt'")
+    assert "existing: paperchat" in typo.stderr
     assert_clean_failure(run(["search", "x" * 100_000], built_index), "limit is 4,000")
     # Longer than one command-line argument may be: through stdin.
     assert_clean_failure(run(["search", "-"], built_index, stdin="y" * 200_000), "limit is 4,000")

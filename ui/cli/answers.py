@@ -8,6 +8,7 @@ import sys
 
 from rag.errors import LLMError, QueryError
 from rag.plain_text import readable
+from rag.retrieval.retriever import validate_question
 from rag.text import say, terminal_safe
 from rag.types import Turn, as_messages
 from ui.cli.output import read_line, show, show_json
@@ -79,7 +80,12 @@ def _say_notice(components) -> None:
 
 
 def cmd_ask(args) -> int:
+    if not args.batch and not args.question:
+        raise QueryError("give a question, e.g. paperchat ask \"what did the MA-RAG authors evaluate on?\"")
+    question = None if args.batch else question_arg(args.question)
     with components_from_args(args) as components:
+        if question is not None:  # a bad question is said before anything is built or announced
+            validate_question(question, components.settings.max_question_chars)
         components.ensure_index()
         pipeline = components.pipeline
         _say_notice(components)
@@ -91,9 +97,6 @@ def cmd_ask(args) -> int:
                 answer = pipeline.answer(row["question"], history, k=args.k)
                 show_json(batch_line(row, answer.to_dict()), flush=True)
             return 0
-        if not args.question:
-            raise QueryError("give a question, e.g. paperchat ask \"what did the MA-RAG authors evaluate on?\"")
-        question = question_arg(args.question)
         if args.json:
             show_json(json.dumps(pipeline.answer(question, k=args.k).to_dict(), ensure_ascii=False))
             return 0
