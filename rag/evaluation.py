@@ -106,6 +106,7 @@ def answer_metrics(questions: Sequence[DevQuestion], answers: Sequence) -> dict[
     """
     from rag.answers.attribution import invented_terms, shown_text
     from rag.answers.citations import split_claims
+    from rag.plain_text import readable
 
     facts_hit = facts_n = 0
     cited_ok = cited_n = 0
@@ -117,7 +118,8 @@ def answer_metrics(questions: Sequence[DevQuestion], answers: Sequence) -> dict[
         claims += len(a.claims)
         unsupported += sum(not c.supported for c in a.claims)
         known = " ".join([q.question, *(m.get("content", "") for m in q.history),
-                          *(f"{h.title} {h.abstract or h.text}" for h in a.sources)]).lower()
+                          *(f"{h.title} {h.abstract or h.text} {readable(h.abstract or h.text)}"
+                            for h in a.sources)]).lower()  # sources as written and as shown
         known = " ".join(known.split())
         stated = " ".join(c.text for c in split_claims(shown_text(a.answer)))  # without list numbering
         invented += bool(invented_terms(stated, known))

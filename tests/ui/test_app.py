@@ -16,12 +16,12 @@ REPLY = "FedSSM selects clients with state space models [1]."
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory, bundled_index):
+def app(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("app")
     llm, llm_url = start_fake_llm(REPLY)
     port = free_port()
     log = tmp / "app.log"
-    env = clean_env(PAPERCHAT_LLM_BASE_URL=llm_url, PAPERCHAT_DATA_DIR=str(bundled_index))
+    env = clean_env(PAPERCHAT_LLM_BASE_URL=llm_url, PAPERCHAT_DATA_DIR=str(tmp / "data"))
     proc = start_app(env, port, log)
     try:
         url = f"http://127.0.0.1:{port}/"
