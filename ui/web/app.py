@@ -24,6 +24,28 @@ DEFAULT_HOST = "127.0.0.1"
 CONCURRENCY = 4  # answers written at once; more wait in the queue
 PRIVATE = {"api_visibility": "private"}  # every event but ``/chat`` stays out of the public API
 
+# A click on an answer's [n] (a link to #pc-source-n) opens and shows that card in the sources panel. The
+# chat's links would otherwise navigate (or open a tab); the click still reaches the chat, which switches
+# the panel to that answer's sources, so the card is looked up again once that has arrived.
+MARKER_SCRIPT = """<script>
+document.addEventListener("click", (event) => {
+  const link = event.target.closest ? event.target.closest('a[href^="#pc-source-"]') : null;
+  if (!link) return;
+  event.preventDefault();
+  const id = link.getAttribute("href").slice(1);
+  const show = () => {
+    const card = document.getElementById(id);
+    if (!card) return;
+    card.querySelectorAll("details").forEach((d) => { d.open = true; });
+    card.scrollIntoView({ behavior: "smooth", block: "nearest" });
+    card.classList.add("pc-flash");
+    setTimeout(() => card.classList.remove("pc-flash"), 1500);
+  };
+  show();
+  setTimeout(show, 500);
+}, true);
+</script>"""
+
 
 @dataclass
 class _Widgets:
@@ -37,6 +59,7 @@ class _Widgets:
     ask: gr.Button
     stop: gr.Button
     new: gr.Button
+    notice: gr.Markdown
     sources: gr.HTML
     paper_filter: gr.Textbox
     papers: gr.HTML
@@ -73,6 +96,7 @@ def _chat_tab() -> dict:
         with gr.Column(scale=3):
             chatbot = gr.Chatbot(
                 label="Conversation",
+                show_label=False,  # Gradio floats the label over the messages: it hid text when scrolled
                 height=560,
                 buttons=["copy", "copy_all"],
                 placeholder=(
@@ -95,14 +119,18 @@ def _chat_tab() -> dict:
                     elem_id="pc-question",
                 )
                 ask = gr.Button("Ask", variant="primary", scale=0, min_width=96, elem_id="pc-ask")
+            notice = gr.Markdown("", elem_id="pc-notice")  # why a question was not taken
             with gr.Row():
-                stop = gr.Button("■ Stop", variant="stop", size="sm", scale=0, min_width=96, elem_id="pc-stop")
+                # Shown only while an answer is being written (see _wire_chat).
+                stop = gr.Button("■ Stop", variant="stop", size="sm", scale=0, min_width=96, elem_id="pc-stop",
+                                 visible=False)
                 new = gr.Button("+ New chat", size="sm", scale=0, min_width=120, elem_id="pc-new")
         with gr.Column(scale=2):
             gr.Markdown("### Sources")
             sources = gr.HTML(render.SOURCES_PLACEHOLDER, elem_id="pc-sources-panel", js_on_load=None,
                               max_height=640)
-    return {"chatbot": chatbot, "question": question, "ask": ask, "stop": stop, "new": new, "sources": sources}
+    return {"chatbot": chatbot, "question": question, "ask": ask, "stop": stop, "new": new, "notice": notice,
+            "sources": sources}
 
 
 def _papers_tab() -> tuple[gr.Textbox, gr.HTML]:
@@ -149,14 +177,18 @@ def _wire_chat(components: Components, ui: _Widgets) -> None:
     def answer_question(text: str, state: ChatSession, *raw) -> Iterator[tuple]:
         first = True
         for current in callbacks.respond(components, text, state, callbacks.session_settings(*raw)):
-            yield current.messages, current.panel, current, ("" if first else gr.skip())
+            # A question that was not taken stays in the box, with the reason under it.
+            box = "" if first and not current.notice else gr.skip()
+            notice = f"⚠ {current.notice}" if current.notice else ""
+            yield (current.messages, current.panel, current, box, notice,
+                   gr.Button(visible=current.answering))
             first = False
 
     def chat_example(state: ChatSession, url_, model_, key_, k_, t_, extractive_, evt: gr.SelectData):
         value = evt.value if isinstance(evt.value, dict) else {"text": str(evt.value or "")}
         yield from answer_question(value.get("text", ""), state, url_, model_, key_, k_, t_, extractive_)
 
-    chat_outputs = [ui.chatbot, ui.sources, ui.session, ui.question]
+    chat_outputs = [ui.chatbot, ui.sources, ui.session, ui.question, ui.notice, ui.stop]
     answering = {"concurrency_limit": CONCURRENCY, "concurrency_id": "answer", **PRIVATE}
     events = [
         ui.question.submit(answer_question, [ui.question, ui.session, *ui.settings_inputs], chat_outputs, **answering),
@@ -166,13 +198,14 @@ def _wire_chat(components: Components, ui: _Widgets) -> None:
 
     def do_stop(state: ChatSession):
         state = callbacks.stop(state)
-        return state.messages, state
-    ui.stop.click(do_stop, [ui.session], [ui.chatbot, ui.session], cancels=events, queue=False, **PRIVATE)
+        return state.messages, state.panel, state, gr.Button(visible=False)
+    ui.stop.click(do_stop, [ui.session], [ui.chatbot, ui.sources, ui.session, ui.stop], cancels=events, queue=False,
+                  **PRIVATE)
 
     def do_new(state: ChatSession):
         fresh = callbacks.new_chat(state)
-        return fresh.messages, fresh.panel, fresh, ""
-    new_outputs = [ui.chatbot, ui.sources, ui.session, ui.question]
+        return fresh.messages, fresh.panel, fresh, "", "", gr.Button(visible=False)
+    new_outputs = [ui.chatbot, ui.sources, ui.session, ui.question, ui.notice, ui.stop]
     ui.new.click(do_new, [ui.session], new_outputs, cancels=events, queue=False, **PRIVATE)
     ui.chatbot.clear(do_new, [ui.session], new_outputs, cancels=events, queue=False, **PRIVATE)
 
@@ -278,7 +311,8 @@ def launch(demo: gr.Blocks, settings, *, host: str | None = None, port: int | No
         server_name=host, server_port=port, share=bool(share), auth=auth, inbrowser=open_browser,
         prevent_thread_lock=True, quiet=True, show_error=False, ssr_mode=False, mcp_server=False,
         run_history=False,  # it would keep every event's inputs, the API key too, in the browser
-        enable_monitoring=False, footer_links=["api", "settings"], css=render.CSS, theme=gr.themes.Soft(), **extra,
+        enable_monitoring=False, footer_links=["api", "settings"], css=render.CSS, theme=gr.themes.Soft(),
+        head=MARKER_SCRIPT, **extra,
     )
     say(f"open {local_url}" + (f" (public link: {share_url})" if share_url else "") + "; Ctrl-C stops")
     for message in messages:

@@ -9,13 +9,16 @@ see each other's answers.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from rag.answers.pipeline import FinalEvent, SourcesEvent, TextEvent
 from rag.components import MAX_TOP_K, Components, SessionSettings
-from rag.errors import ConfigError, LLMAuthError, LLMError, PaperchatError, QueryError
+from rag.errors import ConfigError, LLMAuthError, LLMError, LLMTimeout, PaperchatError, QueryError
+from rag.redact import redact_url
+from rag.retrieval.retriever import validate_question
 from rag.text import clean_input
 from rag.types import Answer, Turn, as_messages
 from ui.shared.text import answer_text, describe_answer_writer, filter_papers
@@ -26,6 +29,22 @@ log = logging.getLogger("paperchat.ui")
 STREAM_INTERVAL = 0.05  # seconds between UI updates while an answer streams
 PROBE_TIMEOUT = 3.0  # seconds to wait for an endpoint's model list in the status line
 SETTINGS_HINT = "In this app: check the endpoint URL, model and API key in the Settings tab, or tick extractive mode"
+TIMEOUT_HINT = "It timed out: ask again, choose a smaller model or another endpoint in the Settings tab, or tick " \
+    "extractive mode"
+EMPTY_QUESTION = "Type a question about the papers first."
+STARTING_EMBEDDED = "Starting the embedded model (the first answer takes ~15 s)…"
+
+# The library's messages speak to whoever runs the server (environment variables, command-line flags); a
+# person in the web UI can do neither, so those parts are cut or said as what the UI offers.
+_OPERATOR_ASIDE = re.compile(r"\s*\([^()]*(?:PAPERCHAT_|(?<![\w-])--\w)[^()]*\)")
+_OPERATOR_CLAUSE = re.compile(
+    r"(?:,\s*(?:or\s+)?|\s+or\s+)(?:set|raise|use|unset)\s+[^,;]*?(?:PAPERCHAT_\w+|(?<![\w-])--[\w-]+)[^,;]*?"
+    r"(?=,|;|\.\s|\.?$)",
+    re.IGNORECASE,
+)
+_UI_NAMES = {"PAPERCHAT_LLM_BASE_URL": "the endpoint URL", "PAPERCHAT_LLM_MODEL": "the model"}
+_SENTENCE_BREAK = re.compile(r"(?<=\.)\s+(?=[A-Z`])")
+_OPERATOR_WORD = re.compile(r"PAPERCHAT_\w+|(?<![\w-])--[a-z][\w-]*")
 
 
 def session_settings(base_url, model, api_key, top_k, temperature, extractive) -> SessionSettings:
@@ -48,6 +67,35 @@ def session_settings(base_url, model, api_key, top_k, temperature, extractive) -
     )
 
 
+def ui_wording(message: str) -> str:
+    """A library error message as a web user can act on it: no environment variables, no CLI flags."""
+    text = _OPERATOR_ASIDE.sub("", message)
+    text = _OPERATOR_CLAUSE.sub("", text)
+    for name, said in _UI_NAMES.items():
+        text = re.sub(rf"\b{name}=(\S+)", rf"{said} to \1", text)
+        text = text.replace(name, said)
+    text = text.replace("(or unset it to use the first)", "(or leave it blank for the first)")
+    kept = [part for part in _SENTENCE_BREAK.split(text) if not _OPERATOR_WORD.search(part)]
+    text = " ".join(kept).strip().rstrip(".:;, ")
+    return (text[:1].upper() + text[1:] + ".") if text else "Something went wrong."
+
+
+def error_for_ui(error: PaperchatError) -> str:
+    """What the chat says when a question cannot be answered: the reason, then what to do in this app."""
+    text = ui_wording(str(error))
+    if isinstance(error, LLMTimeout):
+        return f"{text} {TIMEOUT_HINT}."
+    if isinstance(error, LLMError):
+        return f"{text} {SETTINGS_HINT}."
+    return text
+
+
+def embedded_model_starting(components: Components, settings: SessionSettings) -> bool:
+    """Whether answering with these settings first starts the embedded llama.cpp server (a wait of seconds)."""
+    uses_default = not settings.extractive and not settings.base_url
+    return uses_default and components.answer_writer() == "embedded" and components.built_chat_model is None
+
+
 @dataclass
 class ChatSession:
     """One browser session's conversation."""
@@ -58,6 +106,8 @@ class ChatSession:
     panel: str = render.SOURCES_PLACEHOLDER  # the sources panel shown now
     turn: int = 0  # bumped by every new question, stop and new chat: a stale stream stops writing
     pending: dict | None = None  # the answer being written: question, partial text, where it is shown
+    notice: str = ""  # why the last question was not taken (it stays in the box); "" when it was
+    answering: bool = False  # an answer is being written now: the Stop button is shown
 
 
 # --- chat ------------------------------------------------------------------------------------------------------
@@ -83,6 +133,7 @@ class _AnswerView:
         self.base = [*session.messages, {"role": "user", "content": render.chat_text(question)}]
         self.content: list[str] = []
         self.reasoning: list[str] = []
+        self.hits = None  # what the search found, once it has
         self.started = time.monotonic()
 
     @property
@@ -108,17 +159,24 @@ class _AnswerView:
         turn_messages.append({"role": "assistant", "content": text})
         self.session.messages = self.base + turn_messages
         self.session.pending = {"question": self.question, "partial": self.partial,
-                                "index": len(self.session.messages) - 1}
+                                "index": len(self.session.messages) - 1, "view": self}
 
     def fail(self, message: str) -> None:
+        """The error once, in the chat; the panel keeps the papers the search found (they are still useful)."""
         session = self.session
         if self.partial.strip():
             self.show(render.interrupted_markdown(self.partial, message))
             session.history = [*session.history, Turn.asked(self.question), Turn.cut_short(self.partial)]
         else:
             session.messages = [*self.base, {"role": "assistant", "content": render.error_markdown(message)}]
-        session.panel = render.message_html(message)
+        session.panel = self.sources_so_far("no answer was written")
         session.pending = None
+        session.answering = False
+
+    def sources_so_far(self, why: str) -> str:
+        if self.hits is None:
+            return render.message_html(f"No sources: {why}.")
+        return render.retrieved_html(self.hits, note=why)
 
     def finish(self, final: Answer) -> None:
         session = self.session
@@ -129,6 +187,7 @@ class _AnswerView:
         session.panels[len(session.messages) - 1] = session.panel
         session.history = [*session.history, Turn.asked(self.question), Turn.answered(final)]
         session.pending = None
+        session.answering = False
 
 
 def respond(
@@ -140,10 +199,15 @@ def respond(
     become a readable assistant message; the session stays usable for the next question.
     """
     question = clean_input(question or "").strip()
-    if not question:
+    session.notice = ""
+    try:  # a question the search would refuse is said next to the box, and stays in it to be fixed
+        validate_question(question, components.settings.max_question_chars)
+    except QueryError as error:
+        session.notice = EMPTY_QUESTION if not question else ui_wording(str(error))
         yield session
         return
     session.turn += 1
+    session.answering = True
     view = _AnswerView(session, question)
     view.show("*Searching the abstracts…*")
     session.panel = render.message_html("Searching the abstracts…")
@@ -152,11 +216,16 @@ def respond(
     final: Answer | None = None
     last = 0.0
     try:
+        if embedded_model_starting(components, settings):
+            view.show(f"*{STARTING_EMBEDDED}*")
+            session.panel = render.message_html(STARTING_EMBEDDED)
+            yield session
         pipeline = components.pipeline_for(settings)
         for event in pipeline.stream(question, as_messages(session.history), k=settings.top_k):
             if not view.current:
                 return  # stopped, or a new chat: this stream no longer owns the session
             if isinstance(event, SourcesEvent):
+                view.hits = list(event.hits)
                 session.panel = render.retrieved_html(event.hits)
                 view.show("*Writing the answer…*")
                 yield session
@@ -172,7 +241,7 @@ def respond(
                 final = event.answer
     except PaperchatError as error:
         if view.current:
-            view.fail(f"{error}. {SETTINGS_HINT}" if isinstance(error, LLMError) else str(error))
+            view.fail(error_for_ui(error))
             yield session
         return
     except Exception as error:  # a bug: say so in the chat, log it, keep the app working
@@ -193,8 +262,10 @@ def stop(session: ChatSession) -> ChatSession:
     pending = session.pending
     session.turn += 1  # the cancelled stream, if it runs on, no longer writes here
     session.pending = None
+    session.answering = False
     if not pending:
         return session
+    session.panel = pending["view"].sources_so_far("the answer was stopped")
     index = pending["index"]
     partial = pending["partial"]
     messages = list(session.messages)
@@ -234,10 +305,12 @@ def _probe(components: Components, settings: SessionSettings) -> tuple[list[str]
         return None, ""
     try:
         models = components.list_models(url, settings.api_key, timeout=PROBE_TIMEOUT)
-    except LLMAuthError as error:
-        return None, f"**Endpoint:** ✗ key rejected: {error}"
-    except (LLMError, ConfigError) as error:
-        return None, f"**Endpoint:** ✗ not reachable: {error}"
+    except LLMAuthError:
+        return None, "**Endpoint:** ✗ key rejected (check the API key in the Settings tab)"
+    except ConfigError as error:  # the URL typed in the Settings tab: say what is wrong with it
+        return None, f"**Endpoint:** ✗ {ui_wording(str(error))}"
+    except LLMError:  # the why is said once, in the answer, when a question is asked
+        return None, "**Endpoint:** ✗ not reachable"
     return models, f"**Endpoint:** ✓ reachable ({len(models)} model{'s' if len(models) != 1 else ''})"
 
 
@@ -250,10 +323,21 @@ def status(components: Components, settings: SessionSettings,
     except PaperchatError as error:
         index = f"**Index:** unavailable ({error})"
     models, endpoint = probe if probe is not None else _probe(components, settings)
-    parts = [index, f"**Backend:** {describe_answer_writer(components, settings, models)}"]
+    parts = [index, f"**Answers:** {answer_writer_line(components, settings, models)}"]
     if endpoint:
         parts.append(endpoint)
     return render.chat_text(" · ".join(parts))
+
+
+def answer_writer_line(components: Components, settings: SessionSettings, listed: list[str] | None = None) -> str:
+    """Who writes the answers, in the status line's words: "<model> at <host>" for an endpoint."""
+    if settings.extractive or (not settings.base_url and components.answer_writer() != "endpoint"):
+        return describe_answer_writer(components, settings, listed)
+    url = settings.base_url or components.settings.llm_base_url or ""
+    model = settings.model if settings.base_url else (components.settings.llm_model or "")
+    if not model:
+        model = f"{listed[0]} (the endpoint's first model)" if listed else "the endpoint's first model"
+    return f"{model} at {redact_url(url)}"
 
 
 def refresh_models(components: Components, settings: SessionSettings) -> tuple[list[str], str, str]:

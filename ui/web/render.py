@@ -26,8 +26,8 @@ EXAMPLE_QUESTIONS = [
 
 INTRO = (
     "Ask about the **ICML 2026** paper abstracts. Every answer cites its sources as [1], [2], …; "
-    "the panel on the right shows each cited abstract with the supporting sentences highlighted, "
-    "so you can check every claim."
+    "click one to open it in the **Sources** panel, which shows each cited abstract with the supporting "
+    "sentences highlighted, so you can check every claim."
 )
 
 SOURCES_PLACEHOLDER = (
@@ -36,6 +36,8 @@ SOURCES_PLACEHOLDER = (
 )
 
 _MD_IMAGE = re.compile(r"!\[")
+_MARKER = re.compile(r"(?<![\[\\!])\[(\d{1,3})\](?!\()")
+SOURCE_ANCHOR = "pc-source-{}"  # the id of a cited paper's card in the sources panel; [n] links to it
 _BACKTICKS = re.compile(r"`+")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
@@ -84,9 +86,21 @@ def close_fences(text: str) -> str:
 # --- chat messages ---------------------------------------------------------------------------------------------
 
 
+def link_markers(text: str, markers: Sequence[int]) -> str:
+    """``[n]`` in (escaped) answer text as a Markdown link to its card in the sources panel, for the cited ``n``."""
+    known = {str(n) for n in markers}
+
+    def link(match: re.Match) -> str:
+        n = match.group(1)
+        return f"[[{n}]](#{SOURCE_ANCHOR.format(n)})" if n in known else match.group(0)
+
+    return _MARKER.sub(link, text)
+
+
 def answer_markdown(answer: Answer) -> str:
     """The assistant message for a finished answer: the answer, notes, and a compact list of its sources."""
-    parts = [close_fences(chat_text(answer.answer)) or "*(empty answer)*"]
+    markers = [c.marker for c in answer.citations]
+    parts = [close_fences(link_markers(chat_text(answer.answer), markers)) or "*(empty answer)*"]
     if answer.interrupted:
         parts.append("*⚠ Interrupted: the endpoint stopped mid-answer; the text above is partial.*")
     facts = AnswerNotes.of(answer)
@@ -221,7 +235,8 @@ def sources_html(answer: Answer) -> str:
     cited_ids = {c.paper_id for c in answer.citations}
     if answer.citations:
         parts.append(f'<div class="pc-head">Cited papers ({len(answer.citations)})</div>')
-        parts.extend(_cited_card(answer, c) for c in answer.citations)
+        parts.extend(f'<div id="{SOURCE_ANCHOR.format(c.marker)}" class="pc-anchor">{_cited_card(answer, c)}</div>'
+                     for c in answer.citations)
     others = [h for h in answer.sources if h.paper_id not in cited_ids]
     if others:
         heading = "Nearest papers" if answer.refused or not answer.citations else "Retrieved but not cited"
@@ -241,13 +256,13 @@ def sources_html(answer: Answer) -> str:
     return "".join(parts)
 
 
-def retrieved_html(hits: Sequence[Hit]) -> str:
-    """The panel while the answer is being written: what the search found."""
+def retrieved_html(hits: Sequence[Hit], note: str = "the answer is being written…") -> str:
+    """The panel while the answer is being written (or after it failed or was stopped): what the search found."""
     if not hits:
         return '<div class="pc-sources"><div class="pc-empty">No matching papers.</div></div>'
     items = "".join(_hit_item(h) for h in hits)
     return (
-        '<div class="pc-sources"><div class="pc-head">Retrieved papers (the answer is being written…)</div>'
+        f'<div class="pc-sources"><div class="pc-head">Retrieved papers ({esc(note)})</div>'
         f'<ul class="pc-hits">{items}</ul></div>'
     )
 
@@ -327,5 +342,9 @@ CSS = """
 .pc-hit-title { font-weight: 500; }
 .pc-notes { color: var(--body-text-color-subdued); font-size: 0.8rem; margin-top: 0.6rem; }
 .pc-status { font-size: 0.85rem; }
+.pc-anchor { scroll-margin-top: 0.5rem; }
+.pc-flash > .pc-card { outline: 2px solid var(--color-accent); }
+#pc-notice:empty, #pc-notice .prose:empty { display: none; }
+#pc-notice { color: #b91c1c; font-size: 0.9rem; }
 #pc-question textarea { font-size: 1rem; }
 """
