@@ -175,13 +175,15 @@ def _settings_tab(defaults: SessionSettings) -> dict:
 
 def _wire_chat(components: Components, ui: _Widgets) -> None:
     def answer_question(text: str, state: ChatSession, *raw) -> Iterator[tuple]:
-        first = True
+        first, stop_shown = True, None
         for current in callbacks.respond(components, text, state, callbacks.session_settings(*raw)):
             # A question that was not taken stays in the box, with the reason under it.
             box = "" if first and not current.notice else gr.skip()
             notice = f"⚠ {current.notice}" if current.notice else ""
-            yield (current.messages, current.panel, current, box, notice,
-                   gr.Button(visible=current.answering))
+            # The Stop button changes only when answering starts or ends, not with every streamed piece.
+            stop = gr.Button(visible=current.answering) if current.answering != stop_shown else gr.skip()
+            stop_shown = current.answering
+            yield current.messages, current.panel, current, box, notice, stop
             first = False
 
     def chat_example(state: ChatSession, url_, model_, key_, k_, t_, extractive_, evt: gr.SelectData):
@@ -189,7 +191,8 @@ def _wire_chat(components: Components, ui: _Widgets) -> None:
         yield from answer_question(value.get("text", ""), state, url_, model_, key_, k_, t_, extractive_)
 
     chat_outputs = [ui.chatbot, ui.sources, ui.session, ui.question, ui.notice, ui.stop]
-    answering = {"concurrency_limit": CONCURRENCY, "concurrency_id": "answer", **PRIVATE}
+    answering = {"concurrency_limit": CONCURRENCY, "concurrency_id": "answer", "show_progress_on": [ui.chatbot],
+                 **PRIVATE}
     events = [
         ui.question.submit(answer_question, [ui.question, ui.session, *ui.settings_inputs], chat_outputs, **answering),
         ui.ask.click(answer_question, [ui.question, ui.session, *ui.settings_inputs], chat_outputs, **answering),
