@@ -328,7 +328,8 @@ def test_an_over_long_follow_up_in_the_web_ui_is_refused_before_any_model_call(i
             assert len(server.chat_requests) == 1 and session.history
             session = list(callbacks.respond(components, HUGE, session, components.session_defaults()))[-1]
             assert len(server.chat_requests) == 1, "the over-long follow-up reached the endpoint"
-            assert "the limit is 4,000" in session.messages[-1]["content"]
+            # Said next to the box (the question stays in it), in the UI's words (issue 16).
+            assert "the limit is 4,000" in session.notice and "PAPERCHAT_" not in session.notice
             with pytest.raises(QueryError, match="the limit is 4,000"):
                 callbacks.api_chat(components, HUGE)
         finally:
