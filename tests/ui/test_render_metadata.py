@@ -52,6 +52,11 @@ def test_the_header_and_examples_come_from_the_collection(bundled_papers):
     bundled = intro_for(bundled_papers, "paperchat")
     assert bundled.text == render.INTRO and bundled.examples == render.EXAMPLE_QUESTIONS
     assert bundled.markdown.startswith("# paperchat\n") and "ICML 2026" in bundled.markdown
+    with_mine = intro_for([*bundled_papers, *metadata_papers()], "paperchat")  # the bundled corpus and more
+    assert with_mine.examples == render.EXAMPLE_QUESTIONS and with_mine.markdown.startswith("# paperchat\n")
+    one_file = intro_for([p for p in bundled_papers if p.source.startswith("004_")], "paperchat")
+    assert one_file.markdown.startswith("# paperchat · ICML 2026\n")  # named by its header; its own examples
+    assert not set(one_file.examples) & set(render.EXAMPLE_QUESTIONS)
     mine = intro_for(metadata_papers(), COLLECTION)
     assert mine.markdown.startswith("# paperchat · my-papers\n") and "ICML" not in mine.markdown
     assert "**my-papers** abstracts (5 papers)" in mine.text

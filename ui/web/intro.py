@@ -39,10 +39,11 @@ def bundled_files() -> set[str]:
 
 
 def intro_for(papers: Sequence[Paper], collection: str, bundled: set[str] | None = None) -> Intro:
-    """The intro for a collection holding ``papers`` (an empty one: the bundled text if it will be built from
-    the bundled corpus, which the caller says by passing no papers and ``bundled`` of None)."""
+    """The intro for a collection holding ``papers``: the bundled text when it holds the bundled corpus (or
+    nothing yet: an empty index is built from it), else a neutral one naming the collection."""
     bundled = bundled_files() if bundled is None else bundled
-    if not papers or all(p.source in bundled for p in papers):
+    # Every bundled file indexed (papers of the user's beside them or not): the examples name papers it holds.
+    if not papers or bundled <= {p.source for p in papers}:
         return Intro("ICML 2026", render.INTRO, list(render.EXAMPLE_QUESTIONS), bundled=True)
     names = Counter(corpus_name(p.source, p.venue, collection) for p in papers)
     name = names.most_common(1)[0][0] if len(names) == 1 else collection
