@@ -98,6 +98,7 @@ class HybridRetriever:
         self.vectors = VectorTable(lexical.folder.with_name(lexical.folder.name + "@vectors"))
         self._name_patterns: list[tuple[str, re.Pattern[str]]] = []
         self._generation: int | None = None
+        self._every_paper: tuple[int, list[Paper]] | None = None
 
     @classmethod
     def from_settings(
@@ -260,8 +261,12 @@ class HybridRetriever:
         ]
 
     def every_paper(self) -> list[Paper]:
-        """Every paper in the index (for questions about metadata: "papers from 2024", "papers by Kingma")."""
-        return list(self.store.iter_papers())
+        """Every paper in the index (for questions about metadata: "papers from 2024", "papers by Kingma");
+        read again only when the index changed."""
+        generation = self.store.generation()
+        if self._every_paper is None or self._every_paper[0] != generation:
+            self._every_paper = (generation, list(self.store.iter_papers()))
+        return self._every_paper[1]
 
     def titles_in(self, text: str) -> list[str]:
         """paper_ids whose name-like title appears in ``text``, in order of appearance."""

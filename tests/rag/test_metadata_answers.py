@@ -88,3 +88,17 @@ def test_labels_name_the_corpus_and_the_place():
     assert authors_text(["A", "B", "C", "D", "E"]) == "A, B, C, D et al."
     assert metadata_line(["A"], 2015, "ICLR") == "A · ICLR · 2015"
     assert metadata_line([], 2026, "ICML 2026", source="000_dcbf1b5d2daaeff5.txt") == ""  # all in the label
+
+
+def test_a_paper_added_later_is_listed(tmp_path):
+    from rag.ingest import Ingestor, make_chunker
+    from rag.types import Paper
+
+    retriever = metadata_retriever(tmp_path)
+    assert len(retriever.every_paper()) == 5
+    added = Paper("new", "A New Paper", "An abstract about sparse attention for long documents.", "more.jsonl", 1,
+                  authors=("Ada Lovelace",), year=2024)
+    embedder = retriever.embedder
+    Ingestor(retriever.store, embedder, make_chunker(embedder, 256, 1)).ingest([added])
+    answer = metadata_answer("papers from 2024", [], retriever.every_paper)
+    assert {c.paper_id for c in answer.citations} == {"mamba2", "kan", "new"}
