@@ -8,6 +8,8 @@ import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
+from rag.labels import place_label
+
 
 @dataclass(frozen=True)
 class Paper:
@@ -70,6 +72,31 @@ class Hit:
     abstract: str = ""
     dense_score: float = 0.0
     lexical_score: float = 0.0
+    authors: tuple[str, ...] = ()
+    year: int | None = None
+    venue: str = ""
+    url: str = ""
+    collection: str = ""  # the index collection it was found in: names the corpus in labels
+
+    @classmethod
+    def of_paper(cls, paper: Paper, *, rank: int, score: float, text: str = "", collection: str = "",
+                 **scores: float) -> Hit:
+        """A hit for ``paper`` carrying its metadata (authors, year, venue, first URL) for display."""
+        return cls(
+            rank=rank, paper_id=paper.paper_id, title=paper.title, score=score, source=paper.source,
+            ordinal=paper.ordinal, text=text or paper.abstract[:1000], abstract=paper.abstract,
+            authors=paper.authors, year=paper.year, venue=paper.venue, url=paper.urls[0] if paper.urls else "",
+            collection=collection, **scores,
+        )
+
+    @property
+    def label(self) -> str:
+        """"ICML 2026 · #5 of file 002": where a reader finds the paper (rag/labels.py)."""
+        return place_label(self.source, self.ordinal, venue=self.venue, collection=self.collection)
+
+    def metadata(self) -> dict:
+        """Authors, year, venue and URL, as JSON clients read them (empty values included: a stable shape)."""
+        return {"authors": list(self.authors), "year": self.year, "venue": self.venue, "url": self.url}
 
     def to_dict(self, *, with_abstract: bool = False) -> dict:
         data = {
@@ -80,6 +107,8 @@ class Hit:
             "source": self.source,
             "ordinal": self.ordinal,
             "text": self.text,
+            "label": self.label,
+            **self.metadata(),
         }
         if with_abstract:
             data["abstract"] = self.abstract

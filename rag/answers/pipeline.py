@@ -17,6 +17,7 @@ from rag.answers.attribution import Attributor
 from rag.answers.citations import ClaimCheck, citations_from_checks, clean_markers, split_claims
 from rag.answers.extractive import AnswerPlan, ExtractiveAnswerer, is_multi_paper_question, names_paper
 from rag.answers.follow_up import FollowUp, resolve_follow_up
+from rag.answers.metadata import metadata_answer
 from rag.answers.prompts import NOT_COVERED, build_prompt, says_not_covered, small_model_messages
 from rag.embedding.models import Embedder
 from rag.errors import LLMInterrupted
@@ -174,6 +175,15 @@ class AnswerPipeline:
             rest = [h for h in hits if h.paper_id not in follow.pinned]
             hits = [*pinned_hits, *rest][: max(k, len(pinned_hits))]
             hits = [Hit(**{**h.__dict__, "rank": i}) for i, h in enumerate(hits, start=1)]
+        # "Who wrote X?", "papers from 2024": answered from the papers' metadata, not their abstracts.
+        papers = getattr(self.retriever, "every_paper", None)  # optional: in-memory test retrievers lack it
+        collection = hits[0].collection if hits else ""
+        if (meta := metadata_answer(question, hits, papers, pinned=bool(follow.pinned), collection=collection)):
+            meta.backend = self.backend
+            yield SourcesEvent(meta.sources, follow.query)
+            yield TextEvent(content=meta.answer)
+            yield FinalEvent(self._timed(meta, started))
+            return
         yield SourcesEvent(hits, follow.query)
         answer = Answer(question=question, answer="", sources=hits, backend=self.backend, search_query=follow.query)
 

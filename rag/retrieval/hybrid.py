@@ -30,7 +30,7 @@ import numpy as np
 
 from rag.embedding.models import Embedder
 from rag.retrieval.retriever import validate_question
-from rag.types import Hit
+from rag.types import Hit, Paper
 from store.bm25 import LexicalIndex, paper_max, rows_with_titles
 from store.chroma import ChromaStore
 from store.vectors import VectorTable
@@ -98,6 +98,7 @@ class HybridRetriever:
         self.vectors = VectorTable(lexical.folder.with_name(lexical.folder.name + "@vectors"))
         self._name_patterns: list[tuple[str, re.Pattern[str]]] = []
         self._generation: int | None = None
+        self._every_paper: tuple[int, list[Paper]] | None = None
 
     @classmethod
     def from_settings(
@@ -244,9 +245,8 @@ class HybridRetriever:
                     if paper is None:  # removed between the two reads
                         continue
                     text = texts.get(shown.get(pid, "")) or paper.abstract[:1000]
-                    hits.append(Hit(
-                        rank=len(hits) + 1, paper_id=pid, title=paper.title, score=float(fused[pid]),
-                        source=paper.source, ordinal=paper.ordinal, text=text, abstract=paper.abstract,
+                    hits.append(Hit.of_paper(
+                        paper, rank=len(hits) + 1, score=float(fused[pid]), text=text, collection=self.store.name,
                         dense_score=float(dense_raw[pid]), lexical_score=float(lexical_raw[pid]),
                     ))
             results.append(hits)
@@ -256,10 +256,17 @@ class HybridRetriever:
         """Hits for papers named explicitly (a follow-up about "the second one"), in the given order."""
         papers = self.store.get_papers(list(paper_ids))
         return [
-            Hit(rank=i, paper_id=p.paper_id, title=p.title, score=1.0, source=p.source, ordinal=p.ordinal,
-                text=p.abstract[:1000], abstract=p.abstract, dense_score=1.0)
+            Hit.of_paper(p, rank=i, score=1.0, collection=self.store.name, dense_score=1.0)
             for i, p in enumerate((papers[pid] for pid in paper_ids if pid in papers), start=1)
         ]
+
+    def every_paper(self) -> list[Paper]:
+        """Every paper in the index (for questions about metadata: "papers from 2024", "papers by Kingma");
+        read again only when the index changed."""
+        generation = self.store.generation()
+        if self._every_paper is None or self._every_paper[0] != generation:
+            self._every_paper = (generation, list(self.store.iter_papers()))
+        return self._every_paper[1]
 
     def titles_in(self, text: str) -> list[str]:
         """paper_ids whose name-like title appears in ``text``, in order of appearance."""

@@ -736,3 +736,16 @@ def test_random_json_records_never_raise(
     else:
         data = "\n".join(json.dumps(v) for v in values).encode()
     _check_load(tmp_path_factory.getbasetemp(), suffix, data)
+
+
+def test_jsonl_records_keep_authors_year_venue_and_url():
+    """The metadata fixture: authors as a list or "A and B", year as a number or a string, venue, url."""
+    from tests.metadata_corpus import metadata_papers
+
+    papers = {p.paper_id: p for p in metadata_papers()}
+    assert papers["adam"].authors == ("Diederik P. Kingma", "Jimmy Ba")
+    assert (papers["adam"].year, papers["adam"].venue) == (2015, "ICLR")
+    assert papers["adam"].urls[0] == "https://arxiv.org/abs/1412.6980"
+    assert papers["vae"].authors == ("Diederik P. Kingma", "Max Welling") and papers["vae"].year == 2014
+    assert papers["kan"].venue == "" and papers["kan"].year == 2024
+    assert all(p.title_given for p in papers.values())

@@ -66,6 +66,9 @@ def test_a_cited_answer_names_the_right_paper(client, llm):
     citations = completion.model_extra["citations"]
     assert [(c["marker"], c["paper_id"], c["title"]) for c in citations] == [(1, FEDSSM, "FedSSM")]
     assert citations[0]["evidence"] and 0 < citations[0]["support"] <= 1
+    # The cited paper's label and metadata (the bundled files give the venue and year, no authors or URL).
+    assert citations[0]["label"] == "ICML 2026 · #1 of file 000"
+    assert (citations[0]["venue"], citations[0]["year"], citations[0]["authors"]) == ("ICML 2026", 2026, [])
     meta = completion.model_extra["paperchat"]
     assert meta["grounded"] is True and meta["sources"][0]["paper_id"] == FEDSSM
     sent = llm.requests[-1]["json"]

@@ -132,7 +132,7 @@ def test_question_streams_an_answer_with_sources_and_no_markup_runs(browser, app
     panel = page.locator(SOURCES)
     expect(panel).to_contain_text("Cited papers (1)")
     expect(panel.locator(".pc-card-title")).to_contain_text("FedSSM")
-    expect(panel).to_contain_text("000_dcbf1b5d2daaeff5.txt · #1")
+    expect(panel).to_contain_text("ICML 2026 · #1 of file 000")
     expect(panel.locator(".pc-card mark").first).to_be_visible()  # supporting sentence highlighted
     expect(panel).to_contain_text("Retrieved but not cited")
     page.screenshot(path=str(ARTIFACTS / "answer.png"))

@@ -321,7 +321,8 @@ def test_status_and_model_list(make_components, llm_server):
 def test_papers_tab_filters_and_escapes(make_components, llm_server):
     components = make_components(llm_base_url=llm_server.base_url)
     everything = callbacks.search_papers(components, "")
-    assert "6 papers" in everything and "FedSSM" in everything and "000_dcbf1b5d2daaeff5.txt · #1" in everything
+    assert "6 papers" in everything and "FedSSM" in everything and "ICML 2026 · #1 of file 000" in everything
+    assert 'title="000_dcbf1b5d2daaeff5.txt #1"' in everything  # the file's full name in the tooltip
     probe = callbacks.search_papers(components, "alert")
     assert "1 of 6 papers match" in probe and "<script" not in probe and "<img" not in probe
     assert "&lt;script&gt;<mark>alert</mark>(1)&lt;/script&gt;" in probe

@@ -46,7 +46,10 @@ def test_search_json_ranks_fedssm_first(built_index):
     assert payload["query"].startswith("state space models")
     top = payload["hits"][0]
     assert (top["source"], top["ordinal"], top["title"]) == ("000_dcbf1b5d2daaeff5.txt", 1, "FedSSM")
-    assert set(top) == {"rank", "paper_id", "title", "score", "source", "ordinal", "text"}
+    assert set(top) == {"rank", "paper_id", "title", "score", "source", "ordinal", "text", "label", "authors", "year",
+                        "venue", "url"}
+    assert (top["label"], top["venue"], top["year"], top["authors"]) == ("ICML 2026 · #1 of file 000", "ICML 2026",
+                                                                          2026, [])
 
 
 def test_reingest_unchanged_writes_nothing(built_index):

@@ -168,12 +168,18 @@ def citation_fields(answer: Answer) -> dict:
     """The structured citations for clients that render them: ``citations`` (and ``claims`` when the answer
     has per-claim verdicts) as ``Answer.to_dict`` gives them, and the rest of it under ``paperchat``."""
     data = answer.to_dict()
-    fields = {"citations": data.pop("citations", [])}
+    hits = {h.paper_id: h for h in answer.sources}
+    # Each citation with its paper's label, authors, year, venue and URL (from the hit it cites).
+    fields = {"citations": [_with_metadata(c, hits.get(c["paper_id"])) for c in data.pop("citations", [])]}
     if "claims" in data:
         fields["claims"] = data.pop("claims")
     data.pop("answer", None)
     fields["paperchat"] = data
     return fields
+
+
+def _with_metadata(citation: dict, hit) -> dict:
+    return {**citation, "label": hit.label, **hit.metadata()} if hit is not None else citation
 
 
 # --- how many answers at once ---------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from rag.retrieval.retriever import validate_question
 from rag.text import say, terminal_safe
 from rag.types import Turn, as_messages
 from ui.cli.output import read_line, show, show_json
-from ui.cli.search import batch_line, question_arg, read_batch
+from ui.cli.search import batch_line, hit_details, question_arg, read_batch
 from ui.shared.commands import components_from_args
 from ui.shared.text import AnswerNotes
 
@@ -20,18 +20,23 @@ from ui.shared.text import AnswerNotes
 def show_sources(answer) -> None:
     """What follows an answer: its sources, the papers consulted, unsupported claims, notes, who answered."""
     cited = {c.paper_id for c in answer.citations}
+    hits = {h.paper_id: h for h in answer.sources}
     if answer.citations:
         show("\nSources:")
         for c in answer.citations:
             flag = "  (weakly supported)" if c.weak else ""
-            show(f"[{c.marker}] {c.title}  ({c.source} #{c.ordinal})  support {c.support:.2f}{flag}")
+            hit = hits.get(c.paper_id)
+            place = hit.label if hit is not None else f"{c.source} #{c.ordinal}"
+            show(f"[{c.marker}] {c.title}  ({place})  support {c.support:.2f}{flag}")
+            for line in hit_details(hit) if hit is not None else ():
+                show(f"    {line}")
             if c.evidence:
                 show(f"    evidence: {readable(c.evidence)}")
     others = [h for h in answer.sources if h.paper_id not in cited]
     if others:
         show("\nNearest papers:" if answer.refused or not answer.citations else "\nAlso consulted (not cited):")
         for h in others:
-            show(f"- {h.title}  ({h.source} #{h.ordinal})")
+            show(f"- {h.title}  ({h.label})")
     flagged = [c for c in answer.claims if not c.supported]
     if flagged:
         show("\nUnsupported (no source says this; struck through as ~~...~~ above):")

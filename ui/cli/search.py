@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rag.errors import QueryError
+from rag.labels import metadata_line
 from rag.plain_text import readable
 from rag.text import clean_input, say
 from ui.cli.output import read_line, show, show_json
@@ -44,11 +45,23 @@ def question_arg(words: Sequence[str]) -> str:
     return clean_input(" ".join(words))  # an invalid byte in an argument arrives as a lone surrogate
 
 
+def hit_details(hit) -> list[str]:
+    """The lines under a paper's title: authors · venue · year, and its link, when its record gave them."""
+    lines = []
+    if details := metadata_line(hit.authors, hit.year, hit.venue, source=hit.source):
+        lines.append(details)
+    if hit.url:
+        lines.append(hit.url)
+    return lines
+
+
 def _show_hits(hits) -> None:
     if not hits:
         show("no matching papers")
     for hit in hits:
-        show(f"{hit.rank}. {hit.title}  [{hit.source} #{hit.ordinal}]  score {hit.score:.3f}")
+        show(f"{hit.rank}. {hit.title}  [{hit.label}]  score {hit.score:.3f}")
+        for line in hit_details(hit):
+            show(f"   {line}")
         text = readable(hit.text)
         excerpt = text if len(text) <= 300 else text[:297] + "..."
         show(f"   {excerpt}")

@@ -19,6 +19,7 @@ from rag.errors import ConfigError, PaperchatError
 from rag.text import say
 from ui.web import callbacks, render
 from ui.web.callbacks import ChatSession
+from ui.web.intro import intro_for
 
 DEFAULT_HOST = "127.0.0.1"
 CONCURRENCY = 4  # answers written at once; more wait in the queue
@@ -74,11 +75,12 @@ class _Widgets:
 def build_app(components: Components) -> gr.Blocks:
     """The web UI over ``components``: chat, papers and settings tabs, and the ``/chat`` API endpoint."""
     defaults = components.session_defaults()
+    intro = intro_for(components.papers(), components.settings.collection)  # the served corpus's own text
     with gr.Blocks(title="paperchat", analytics_enabled=False) as demo:
-        gr.Markdown("# paperchat\n" + render.INTRO)
+        gr.Markdown(intro.markdown)
         status_line = gr.Markdown("**Index:** …", elem_classes="pc-status", elem_id="pc-status")
         with gr.Tabs():
-            chat = _chat_tab()
+            chat = _chat_tab(intro.examples)
             paper_filter, papers = _papers_tab()
             panel = _settings_tab(defaults)
         ui = _Widgets(demo=demo, session=gr.State(ChatSession()), status_line=status_line, paper_filter=paper_filter,
@@ -91,7 +93,7 @@ def build_app(components: Components) -> gr.Blocks:
     return demo
 
 
-def _chat_tab() -> dict:
+def _chat_tab(examples: list[str]) -> dict:
     with gr.Tab("Chat", id="chat"), gr.Row(equal_height=False):
         with gr.Column(scale=3):
             chatbot = gr.Chatbot(
@@ -104,7 +106,7 @@ def _chat_tab() -> dict:
                     "Answers cite their sources; follow-ups like *“what did the second one "
                     "evaluate on?”* use the conversation. Try an example:"
                 ),
-                examples=[{"text": q} for q in render.EXAMPLE_QUESTIONS],
+                examples=[{"text": q} for q in examples],
                 sanitize_html=True,  # and every corpus/model text is escaped before it gets here
                 allow_tags=False,
                 render_markdown=True,

@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 
 from rag.answers.citations import highlight_spans
+from rag.labels import metadata_line, place_label
 from rag.plain_text import readable
 from rag.types import Answer, Hit, Paper
 from ui.shared.text import AnswerNotes, query_words, where
@@ -38,6 +39,7 @@ SOURCES_PLACEHOLDER = (
 _MD_IMAGE = re.compile(r"!\[")
 _MARKER = re.compile(r"(?<![\[\\!])\[(\d{1,3})\](?!\()")
 SOURCE_ANCHOR = "pc-source-{}"  # the id of a cited paper's card in the sources panel; [n] links to it
+_WEB_LINK = re.compile(r"^https?://", re.IGNORECASE)
 _BACKTICKS = re.compile(r"`+")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
@@ -157,8 +159,24 @@ def _support_badge(support: float, weak: bool) -> str:
     return f'<span class="pc-badge pc-{kind}" title="{tip}">{label} {support:.2f}</span>'
 
 
-def _paper_meta(source: str, ordinal: int) -> str:
-    return f'<span class="pc-where">{esc(source)} · #{ordinal}</span>'
+def _paper_meta(source: str, ordinal: int, *, venue: str = "", collection: str = "", authors: Sequence[str] = (),
+                year: int | None = None, url: str = "") -> str:
+    """Where the paper is ("ICML 2026 · #5 of file 002"; the file's full name in the tooltip), then its authors,
+    venue and year, and a link to it, when the records gave them."""
+    label = place_label(source, ordinal, venue=venue, collection=collection)
+    parts = [f'<span class="pc-where" title="{esc(source)} #{ordinal}">{esc(label)}</span>']
+    if details := metadata_line(authors, year, venue, source=source):
+        parts.append(f'<span class="pc-authors">{esc(details)}</span>')
+    if _WEB_LINK.match(url):  # only http(s): a javascript: or data: "url" from a record is not a link
+        parts.append(f'<a class="pc-link" href="{esc(url)}" target="_blank" rel="noopener noreferrer">link</a>')
+    return " ".join(parts)
+
+
+def _meta_of(item) -> str:
+    """``_paper_meta`` for a Hit or a Paper (a paper's first URL is its link)."""
+    url = getattr(item, "url", "") or next(iter(getattr(item, "urls", ())), "")
+    return _paper_meta(item.source, item.ordinal, venue=item.venue, collection=getattr(item, "collection", ""),
+                       authors=item.authors, year=item.year, url=url)
 
 
 def _cited_card(answer: Answer, citation) -> str:
@@ -172,12 +190,13 @@ def _cited_card(answer: Answer, citation) -> str:
     )
     spans = highlight_spans(abstract, answer.checks, citation.paper_id)
     weak_class = " pc-card-weak" if citation.weak else ""
+    meta = _meta_of(hit) if hit is not None else _paper_meta(citation.source, citation.ordinal)
     weak_label = ' <span class="pc-badge pc-weak">weakly supported</span>' if citation.weak else ""
     return (
         f'<div class="pc-card{weak_class}">'
         f'<div class="pc-card-title"><span class="pc-marker">[{citation.marker}]</span> {esc(citation.title)}'
         f"{weak_label}</div>"
-        f'<div class="pc-meta">{_paper_meta(citation.source, citation.ordinal)}</div>'
+        f'<div class="pc-meta">{meta}</div>'
         + (f'<div class="pc-sub">Claims citing it</div><ul class="pc-claims">{claims}</ul>' if claims else "")
         + f'<details class="pc-abstract" open><summary>Abstract (supporting sentences highlighted)</summary>'
         f"<p>{highlighted_abstract(abstract, spans)}</p></details></div>"
@@ -188,7 +207,7 @@ def _hit_item(hit: Hit, *, open_: bool = False) -> str:
     abstract = hit.abstract or hit.text
     return (
         f'<li class="pc-hit"><details{" open" if open_ else ""}><summary><span class="pc-hit-title">'
-        f"{esc(hit.title)}</span> {_paper_meta(hit.source, hit.ordinal)}</summary>"
+        f"{esc(hit.title)}</span> {_meta_of(hit)}</summary>"
         f'<p class="pc-abstract-text">{esc(readable(abstract))}</p></details></li>'
     )
 
@@ -305,7 +324,7 @@ def papers_html(papers: Sequence[Paper], total: int, query: str = "", limit: int
         count += f"; showing the first {limit}, refine the filter"
     items = "".join(
         f'<li class="pc-paper"><details{" open" if words else ""}><summary><span class="pc-hit-title">'
-        f"{highlighted_abstract(p.title, word_spans(p.title, words))}</span> {_paper_meta(p.source, p.ordinal)}"
+        f"{highlighted_abstract(p.title, word_spans(p.title, words))}</span> {_meta_of(p)}"
         f'</summary><p class="pc-abstract-text">{highlighted_abstract(p.abstract, word_spans(p.abstract, words))}'
         "</p></details></li>"
         for p in shown
@@ -324,6 +343,8 @@ CSS = """
 .pc-card-title { font-weight: 600; }
 .pc-marker { color: var(--color-accent); margin-right: 0.2rem; }
 .pc-meta { margin: 0.2rem 0 0.3rem; display: flex; gap: 0.5rem; align-items: center; flex-wrap: wrap; }
+.pc-authors { color: var(--body-text-color-subdued); font-size: 0.8rem; }
+.pc-link { font-size: 0.8rem; }
 .pc-where { color: var(--body-text-color-subdued); font-family: var(--font-mono); font-size: 0.8rem; }
 .pc-badge { font-size: 0.72rem; padding: 0.05rem 0.4rem; border-radius: 999px; white-space: nowrap; }
 .pc-ok { background: #dcfce7; color: #166534; }
