@@ -177,7 +177,7 @@ def _settings_tab(defaults: SessionSettings) -> dict:
 
 def _wire_chat(components: Components, ui: _Widgets) -> None:
     def answer_question(text: str, state: ChatSession, *raw) -> Iterator[tuple]:
-        first, stop_shown = True, None
+        first, stop_shown, panel_shown = True, None, None
         for current in callbacks.respond(components, text, state, callbacks.session_settings(*raw)):
             # A question that was not taken stays in the box, with the reason under it.
             box = "" if first and not current.notice else gr.skip()
@@ -185,7 +185,11 @@ def _wire_chat(components: Components, ui: _Widgets) -> None:
             # The Stop button changes only when answering starts or ends, not with every streamed piece.
             stop = gr.Button(visible=current.answering) if current.answering != stop_shown else gr.skip()
             stop_shown = current.answering
-            yield current.messages, current.panel, current, box, notice, stop
+            # The panel is sent only when it changes: an update still in flight when Stop is pressed must not
+            # put "the answer is being written" back over the stopped panel.
+            panel = current.panel if current.panel != panel_shown else gr.skip()
+            panel_shown = current.panel
+            yield current.messages, panel, current, box, notice, stop
             first = False
 
     def chat_example(state: ChatSession, url_, model_, key_, k_, t_, extractive_, evt: gr.SelectData):
