@@ -38,6 +38,13 @@ _QUESTION_WORDS = (
     "results show shows report reported achieve achieved define defines defined call called name named roughly "
     "approximately about them they it its their whose this that these those get gets give gives have has had"
 )
+# Verbs and nouns that ask what a named paper does ("What does PRM-BiasBench measure?", "What problem does X
+# tackle?"): the abstract answers in its own words ("quantify", "address"), so they are not details it must state.
+_ASKS_WHAT_IT_DOES = (
+    "measure measures measured measuring quantify quantifies assess assesses test tests solve solves tackle tackles "
+    "address addresses target targets aim aims goal goals purpose focus focuses contribution contributions idea "
+    "ideas offer offers provide provides improve improves help helps mean means problem problems"
+)
 _MULTI = re.compile(r"\b(which|what|any|are there|list|find)\b.{0,40}\b(papers|works|methods|approaches|abstracts)\b",
                     re.IGNORECASE)
 
@@ -64,6 +71,25 @@ _FIGURE = re.compile(
 _BOILERPLATE = re.compile(r"\b(?:code|data|models?|implementation)s? (?:is|are|will be) (?:publicly )?"
                           r"(?:available|released)"
                           r"|https?://|github\.com|\bavailable at\b", re.IGNORECASE)
+# Background that answers nothing the question asks: the problem a paper starts from ("X has long relied on
+# ...", "However, existing methods ..."), not what it does or finds. A sentence that says what "we" do stays.
+_BACKGROUND = re.compile(
+    r"^(?:however|yet|unfortunately|despite|although|while|recent(?:ly)?)\b.{0,100}?\b(?:existing|current|prior|"
+    r"previous|conventional|traditional|standard|most|many)\b"
+    r"|\b(?:has|have) long (?:been|relied)\b"
+    r"|\b(?:existing|current|prior|previous|conventional|traditional) (?:\w+ )?(?:methods|approaches|works?|"
+    r"techniques|models|systems|solutions|benchmarks)\b"
+    r"|\bremains? (?:poorly understood|unclear|challenging|opaque|an open|largely unexplored|underexplored|"
+    r"limited|elusive|incomplete|unknown)",
+    re.IGNORECASE,
+)
+_SAYS_WHAT_WE_DO = re.compile(r"\b(?:we|our|this (?:paper|work|study))\b", re.IGNORECASE)
+# Questions that do ask for the code, a link or the problem: then those sentences are the answer.
+_ASKS_FOR_LINKS = re.compile(r"\b(?:code|github|gitlab|links?|urls?|repositor(?:y|ies)|website|download|"
+                             r"open[- ]?source[ds]?|released?|available|availability)\b", re.IGNORECASE)
+_ASKS_FOR_PROBLEM = re.compile(r"\b(?:problems?|limitations?|challenges?|motivat\w*|why|gaps?|shortcomings?|"
+                               r"drawbacks?|weakness(?:es)?|issues?|bottlenecks?|existing|prior|previous|"
+                               r"background|before)\b", re.IGNORECASE)
 _WORD_TOKEN = re.compile(r"[A-Za-z0-9][\w-]*[A-Za-z0-9]|[A-Za-z]")
 
 
@@ -77,6 +103,7 @@ class ExtractiveParams:
     named_focus_coverage: float = 0.35  # share of them the abstract of a paper the question names must mention
     lexical_weight: float = 0.5
     boilerplate_penalty: float = 0.3
+    background_penalty: float = 0.15
 
 
 @dataclass
@@ -142,6 +169,7 @@ class ExtractiveAnswerer:
         self.analyze = Analyzer(LexicalParams())
         self.idf = idf or (lambda _term: 1.0)
         self.question_words = frozenset(self.analyze.plain(_QUESTION_WORDS))
+        self.asking_words = frozenset(self.analyze.plain(_ASKS_WHAT_IT_DOES))
 
     def plan(self, question: str, hits: Sequence[Hit]) -> AnswerPlan:
         """Which papers answer ``question`` and with which sentences, or why none does (see the module docstring)."""
@@ -195,12 +223,13 @@ class ExtractiveAnswerer:
                   and name.lower().rstrip("s") not in initials]
         if absent:
             return "never mentions " + _join(absent)
-        named_coverage = self.coverage(question, hit, known_only=True) if names_paper(question, hit) else 1.0
+        named = names_paper(question, hit)
+        named_coverage = self.coverage(question, hit, known_only=True, ignore=self.asking_words) if named else 1.0
         if named_coverage < self.params.named_focus_coverage:
             # A question that names the paper asks about its details: most of its other words must be there.
             present = set(self.analyze(abstract))
             unknown = self.idf("\x00never-a-term\x00")
-            missing = sorted((t for t in self.focus_terms(question, hit)
+            missing = sorted((t for t in self.focus_terms(question, hit) - self.asking_words
                               if not _present(t, present, self.analyze) and len(t) > 2
                               and min(self.idf(t), self.idf(t + "s")) < unknown),
                              key=lambda t: (-self.idf(t), t))  # ties in a fixed order
@@ -244,12 +273,14 @@ class ExtractiveAnswerer:
         name_terms = set(self.analyze(hit.title)) if len(hit.title.split()) <= 2 else set()
         return {t for t in self.analyze(question) if t not in self.question_words and t not in name_terms}
 
-    def coverage(self, question: str, hit: Hit, *, known_only: bool = False) -> float:
+    def coverage(self, question: str, hit: Hit, *, known_only: bool = False,
+                 ignore: frozenset[str] = frozenset()) -> float:
         """Share of the question's topic words (not its question words, not the paper's name) in the abstract.
 
         A hyphenated word counts as present when its parts are ("state-space" in "state space models").
-        ``known_only``: only words the corpus uses somewhere (a word no abstract uses tells nothing of this one)."""
-        focus = self.focus_terms(question, hit)
+        ``known_only``: only words the corpus uses somewhere (a word no abstract uses tells nothing of this one);
+        ``ignore``: words that ask rather than say what about (``asking_words``)."""
+        focus = self.focus_terms(question, hit) - ignore
         if known_only:
             unknown = self.idf("\x00never-a-term\x00")
             focus = {t for t in focus if min(self.idf(t), self.idf(t + "s")) < unknown}  # "gpu" of "GPUs"
@@ -269,7 +300,7 @@ class ExtractiveAnswerer:
         parts = question_parts(question) if n > 1 else [question]
         vectors = self.embedder.embed([*parts, *sentences])
         sentence_terms = [set(self.analyze(s)) for s in sentences]
-        boilerplate = np.array([bool(_BOILERPLATE.search(s)) for s in sentences], dtype=np.float32)
+        penalties = _penalties(question, sentences, self.params)
         chosen: list[int] = []
         # One best sentence per part of a compound question ("which X ..., and how many Y ..."), then the rest.
         part_scores = []
@@ -277,7 +308,7 @@ class ExtractiveAnswerer:
             terms = set(self.analyze(part))
             overlap = np.array([len(terms & st) / max(len(terms), 1) for st in sentence_terms])
             part_scores.append(vectors[len(parts):] @ vectors[index] + self.params.lexical_weight * overlap
-                               - self.params.boilerplate_penalty * boilerplate)
+                               - penalties)
         for scores in part_scores[1:] if len(parts) > 1 else []:
             best = int(np.argmax(scores))
             if best not in chosen:
@@ -289,6 +320,16 @@ class ExtractiveAnswerer:
             if i not in chosen:
                 chosen.append(i)
         return [sentences[i] for i in sorted(chosen[:max(n, len(parts) - 1)])]  # keep the abstract's order
+
+
+def _penalties(question: str, sentences: Sequence[str], params: ExtractiveParams) -> np.ndarray:
+    """How much less each sentence is worth as an answer: code links and background (the problem a paper starts
+    from) give way to what the paper does and finds, unless the question asks for links or for the problem."""
+    links = 0.0 if _ASKS_FOR_LINKS.search(question) else params.boilerplate_penalty
+    background = 0.0 if _ASKS_FOR_PROBLEM.search(question) else params.background_penalty
+    return np.array([links if _BOILERPLATE.search(s) else
+                     background if _BACKGROUND.search(s) and not _SAYS_WHAT_WE_DO.search(s) else 0.0
+                     for s in sentences], dtype=np.float32)
 
 
 # --- names in questions -----------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rag.corpus.title_phrase import first_sentence_phrase
+from rag.corpus.title_phrase import fallback_phrase
 from rag.corpus.title_text import (
     ARTICLES,
     PREPOSITIONS,
@@ -34,6 +34,8 @@ _INTRO = re.compile(
     r"(?:\s+and\s+[a-z]+)?\s+",
     re.IGNORECASE,
 )
+# "We bridge this gap via the Latent Persona Vector, a differentiable proxy": a name defined in passing.
+_VIA = re.compile(r"\bwe\s+[a-z]+\s+(?:[\w-]+\s+){0,4}?(?:via|through)\s+(?:the\s+)?", re.IGNORECASE)
 _CALLED = re.compile(r"(?:called|named|dubbed)\s+")
 _TERMED = re.compile(r"termed\s+")
 _WE_TERM = re.compile(r"we\s+(?:term|call|name|dub)\s+", re.IGNORECASE)
@@ -91,7 +93,7 @@ def derive_title(abstract: str, max_words: int = 8) -> str:
     if candidates:
         title = min(candidates, key=lambda c: (-c.strength, c.position)).name
     else:
-        title = first_sentence_phrase(text, max_words)
+        title = fallback_phrase(text, max_words)
     if len(title) > MAX_TITLE_CHARS:  # one endless "word" (a URL, a formula): keep the label readable
         title = title[: MAX_TITLE_CHARS - 1].rstrip() + "…"
     return capitalise(title) or UNTITLED
@@ -148,6 +150,10 @@ def _name_candidates(text: str, max_words: int) -> list[_Candidate]:
         candidate = _name_from_object(_rest_of_sentence(text, match.end()), max_words)
         if candidate:
             found.append(_Candidate(candidate[0], candidate[1], match.start()))
+    for match in _matches(_VIA, text, lowered, (" via ", " through ")):
+        run = _title_run(_rest_of_sentence(text, match.end()).split(), max_words)  # only with an appositive
+        if run:
+            found.append(_Candidate(run[0], MEDIUM, match.start()))
     for pattern, coined_only, keys in _MARKERS:
         for match in _matches(pattern, text, lowered, keys):
             candidate = _name_after_marker(_rest_of_sentence(text, match.end()), coined_only, max_words)

@@ -77,6 +77,8 @@ def test_every_bundled_title_is_a_readable_label(file_name: str, ordinal: int, a
         ("We study memory. We evaluate our tracing method, Probe-Lens, on many models.", "Probe-Lens"),
         ("An approach we term Neural Sand Dispersion avoids fitting. It works.", "Neural Sand Dispersion"),
         ("Code is available at https://github.com/someone/RoboLoop.", "RoboLoop"),
+        ("Models drift. We bridge this gap via the *Latent Persona Vector*, a differentiable proxy.",
+         "Latent Persona Vector"),
         ("We propose **Bold-Net** (**B**old **Net**), a network.", "Bold-Net"),
         (r"We introduce \textsc{TexName}, a method.", "TexName"),
     ],
@@ -107,7 +109,48 @@ def test_fallback_is_a_short_phrase_from_the_first_sentence() -> None:
         "Item response theory is widely used in areas such as recommender systems, education and psychology. "
         "A popular model is the Rasch model."
     )
-    assert derive_title(abstract) == "Item response theory is widely used"
+    # The opening is background: its subject names the topic, its predicate ("is widely used") says nothing.
+    assert derive_title(abstract) == "Item response theory"
+
+
+@pytest.mark.parametrize(
+    ("abstract", "expected"),
+    [
+        ("Scientific computing has long relied on double precision arithmetic. However, GPUs made low precision "
+         "attractive. In this work, we investigate the role of mixed-precision arithmetic in quantum Monte Carlo.",
+         "Mixed-precision arithmetic in quantum Monte Carlo"),
+        ("This paper presents a theoretical investigation into the generalization of cross-domain distillation.",
+         "Generalization of cross-domain distillation"),
+        ("The Edge of Stability is a phenomenon of gradient descent. We provide an interpretation of sharpness "
+         "through the lens of directional smoothness.", "Interpretation of sharpness"),
+        ("Sockets are hard. Existing methods fail. We propose an EM-based algorithm for joint estimation of item "
+         "and user parameters by sampling.", "EM-based algorithm for joint estimation"),
+        ("While the emerging field of agentic coding has spurred research, gaps remain. In this paper, we instead "
+         "investigate agentic mid-training as a scalable complementary approach.", "Agentic mid-training"),
+    ],
+)
+def test_background_opening_gives_way_to_what_the_paper_does(abstract: str, expected: str) -> None:
+    assert derive_title(abstract) == expected
+
+
+@pytest.mark.parametrize(
+    ("abstract", "not_expected"),
+    [
+        # Background whose predicate is a sentence's opening words, not a label.
+        ("Scientific computing has long relied on double precision. We show GPUs help.",
+         "Scientific computing has long relied"),
+        ("Negative sampling is an important yet challenging component in graph learning. Methods vary.",
+         "Negative sampling is an important yet challenging component"),
+        # A contribution sentence that points elsewhere ("such problems") or names no topic gives no label.
+        ("Markov noise is everywhere. We present a novel derivative-free method for solving such problems.",
+         "Novel derivative-free method for solving such problems"),
+        ("Speed matters. We provide the first comprehensive empirical analysis showing that Adam degrades.",
+         "First comprehensive empirical analysis showing"),
+    ],
+)
+def test_labels_are_never_a_sentence_opening_or_a_pointer(abstract: str, not_expected: str) -> None:
+    title = derive_title(abstract)
+    assert title != not_expected and title.split()[-1].lower() not in {"is", "has", "are", "relied", "showing"}
 
 
 def test_fallback_drops_lead_ins_and_subordinate_openers() -> None:

@@ -1,0 +1,77 @@
+"""The extractive answerer on bundled abstracts (fake embedder): which sentences answer, and when a question
+about a named paper is declined."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.answers.extractive import ExtractiveAnswerer, ExtractiveParams
+from rag.types import Hit
+from tests.conftest import FakeRetriever
+
+# PRM-BiasBench "quantifies" what it measures; the others use words it never does ("measure", "address", "goal",
+# "federated"), so the corpus knows them (idf) and their absence from its abstract counts.
+TITLES = ("PRM-BiasBench", "FedSSM", "SPARe", "CogRouter", "CaliDist", "MADQA")
+
+
+@pytest.fixture
+def retriever(bundled_papers) -> FakeRetriever:
+    papers = [p for p in bundled_papers if p.title in TITLES]
+    assert len(papers) == len(TITLES)
+    return FakeRetriever(papers)
+
+
+def answerer(retriever: FakeRetriever) -> ExtractiveAnswerer:
+    return ExtractiveAnswerer(retriever.embedder, idf=retriever.idf)
+
+
+def plan_for(retriever: FakeRetriever, question: str, title: str):
+    hits = [h for h in retriever.search(question, len(TITLES)) if h.title == title]
+    return answerer(retriever).plan(question, hits), hits
+
+
+@pytest.mark.parametrize("question", [
+    "What does PRM-BiasBench measure?",
+    "What problem does PRM-BiasBench address?",
+    "What is the goal of PRM-BiasBench?",
+])
+def test_asking_what_a_named_paper_does_is_answered_in_its_own_words(retriever, question):
+    # The abstract says "quantify", never "measure": the asking word is not a detail it must state.
+    plan, _ = plan_for(retriever, question, "PRM-BiasBench")
+    assert plan.kind == "answer", plan.missing
+
+
+def test_a_detail_the_named_abstract_never_mentions_is_still_declined(retriever):
+    plan, _ = plan_for(retriever, "What does PRM-BiasBench measure on federated clients?", "PRM-BiasBench")
+    assert plan.kind == "not_stated" and "federated" in plan.missing
+
+
+def _hit(abstract: str) -> Hit:
+    return Hit(rank=1, paper_id="p", title="Sockets", score=1.0, source="s.txt", ordinal=1, text=abstract,
+               abstract=abstract)
+
+
+BACKGROUND = "However, existing packet routers have long relied on fixed time slices."
+RESULT = "Adaptive time slices cut packet routing latency by 40% on real traces."
+CODE = "Code for adaptive time slices in packet routing is available at https://github.com/someone/sockets."
+ABSTRACT = f"{BACKGROUND} We propose adaptive slices. {RESULT} {CODE}"
+
+
+def best_sentence(retriever: FakeRetriever, question: str) -> str:
+    one = ExtractiveAnswerer(retriever.embedder, ExtractiveParams(sentences_single=1), idf=retriever.idf)
+    return one.plan(question, [_hit(ABSTRACT)]).papers[0].sentences[0]
+
+
+@pytest.mark.parametrize("question", ["time slices packet routers latency",
+                                      "How do time slices affect packet routing?"])
+def test_results_are_preferred_over_background_and_code_links(retriever, question):
+    # Without the penalties the background (first question) or the code link (second) is the closest sentence.
+    assert best_sentence(retriever, question) == RESULT
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Where is the code for time slices in packet routing?", CODE),
+    ("What did existing packet routers rely on?", BACKGROUND),
+])
+def test_a_question_about_code_or_the_problem_gets_that_sentence(retriever, question, expected):
+    assert best_sentence(retriever, question) == expected
