@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rag.answers.sentence_kinds import sentence_penalties
 from rag.corpus.chunking import split_sentences
 from rag.corpus.titles import is_generic, looks_coined
 from rag.embedding.models import Embedder
@@ -67,29 +68,6 @@ _FIGURE = re.compile(
     r"hundreds?|thousands?|millions?|billions?|dozens?|twice|half|double|triple|tenfold|several)\b",
     re.IGNORECASE,
 )
-# Boilerplate that answers nothing: where the code is, what the paper is.
-_BOILERPLATE = re.compile(r"\b(?:code|data|models?|implementation)s? (?:is|are|will be) (?:publicly )?"
-                          r"(?:available|released)"
-                          r"|https?://|github\.com|\bavailable at\b", re.IGNORECASE)
-# Background that answers nothing the question asks: the problem a paper starts from ("X has long relied on
-# ...", "However, existing methods ..."), not what it does or finds. A sentence that says what "we" do stays.
-_BACKGROUND = re.compile(
-    r"^(?:however|yet|unfortunately|despite|although|while|recent(?:ly)?)\b.{0,100}?\b(?:existing|current|prior|"
-    r"previous|conventional|traditional|standard|most|many)\b"
-    r"|\b(?:has|have) long (?:been|relied)\b"
-    r"|\b(?:existing|current|prior|previous|conventional|traditional) (?:\w+ )?(?:methods|approaches|works?|"
-    r"techniques|models|systems|solutions|benchmarks)\b"
-    r"|\bremains? (?:poorly understood|unclear|challenging|opaque|an open|largely unexplored|underexplored|"
-    r"limited|elusive|incomplete|unknown)",
-    re.IGNORECASE,
-)
-_SAYS_WHAT_WE_DO = re.compile(r"\b(?:we|our|this (?:paper|work|study))\b", re.IGNORECASE)
-# Questions that do ask for the code, a link or the problem: then those sentences are the answer.
-_ASKS_FOR_LINKS = re.compile(r"\b(?:code|github|gitlab|links?|urls?|repositor(?:y|ies)|website|download|"
-                             r"open[- ]?source[ds]?|released?|available|availability)\b", re.IGNORECASE)
-_ASKS_FOR_PROBLEM = re.compile(r"\b(?:problems?|limitations?|challenges?|motivat\w*|why|gaps?|shortcomings?|"
-                               r"drawbacks?|weakness(?:es)?|issues?|bottlenecks?|existing|prior|previous|"
-                               r"background|before)\b", re.IGNORECASE)
 _WORD_TOKEN = re.compile(r"[A-Za-z0-9][\w-]*[A-Za-z0-9]|[A-Za-z]")
 
 
@@ -300,7 +278,8 @@ class ExtractiveAnswerer:
         parts = question_parts(question) if n > 1 else [question]
         vectors = self.embedder.embed([*parts, *sentences])
         sentence_terms = [set(self.analyze(s)) for s in sentences]
-        penalties = _penalties(question, sentences, self.params)
+        penalties = sentence_penalties(question, sentences, links=self.params.boilerplate_penalty,
+                                           background=self.params.background_penalty)
         chosen: list[int] = []
         # One best sentence per part of a compound question ("which X ..., and how many Y ..."), then the rest.
         part_scores = []
@@ -320,16 +299,6 @@ class ExtractiveAnswerer:
             if i not in chosen:
                 chosen.append(i)
         return [sentences[i] for i in sorted(chosen[:max(n, len(parts) - 1)])]  # keep the abstract's order
-
-
-def _penalties(question: str, sentences: Sequence[str], params: ExtractiveParams) -> np.ndarray:
-    """How much less each sentence is worth as an answer: code links and background (the problem a paper starts
-    from) give way to what the paper does and finds, unless the question asks for links or for the problem."""
-    links = 0.0 if _ASKS_FOR_LINKS.search(question) else params.boilerplate_penalty
-    background = 0.0 if _ASKS_FOR_PROBLEM.search(question) else params.background_penalty
-    return np.array([links if _BOILERPLATE.search(s) else
-                     background if _BACKGROUND.search(s) and not _SAYS_WHAT_WE_DO.search(s) else 0.0
-                     for s in sentences], dtype=np.float32)
 
 
 # --- names in questions -----------------------------------------------------------------------------------------
