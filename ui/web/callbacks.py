@@ -75,7 +75,13 @@ def ui_wording(message: str) -> str:
         text = re.sub(rf"\b{name}=(\S+)", rf"{said} to \1", text)
         text = text.replace(name, said)
     text = text.replace("(or unset it to use the first)", "(or leave it blank for the first)")
-    kept = [part for part in _SENTENCE_BREAK.split(text) if not _OPERATOR_WORD.search(part)]
+    parts = _SENTENCE_BREAK.split(text)
+    kept = [part for part in parts if not _OPERATOR_WORD.search(part)]
+    if not kept and parts:
+        # What happened is worth saying even when every sentence goes on to name a setting: keep what comes
+        # before the operator's part ("cannot reach the Chroma server at ...: start it with ...").
+        what = _OPERATOR_WORD.split(parts[0])[0].split(": ")[0].split("; ")[0].split(" (")[0].strip()
+        kept = [f"{what}; whoever runs this server can fix it"] if len(what) > 12 else []
     text = " ".join(kept).strip().rstrip(".:;, ")
     return (text[:1].upper() + text[1:] + ".") if text else "Something went wrong."
 
