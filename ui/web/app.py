@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -23,6 +24,7 @@ from ui.web.intro import intro_for
 
 DEFAULT_HOST = "127.0.0.1"
 CONCURRENCY = 4  # answers written at once; more wait in the queue
+STOP_SETTLE_SECONDS = 0.5  # how long after Stop a late update of the cancelled stream may still arrive
 PRIVATE = {"api_visibility": "private"}  # every event but ``/chat`` stays out of the public API
 
 # A click on an answer's [n] (a link to #pc-source-n) opens and shows that card in the sources panel. The
@@ -208,8 +210,13 @@ def _wire_chat(components: Components, ui: _Widgets) -> None:
     def do_stop(state: ChatSession):
         state = callbacks.stop(state)
         return state.messages, state.panel, state, gr.Button(visible=False)
+    def show_stopped(state: ChatSession):
+        # An update the cancelled stream had already sent can land after Stop's own: show the stopped turn again
+        # once it has (the session itself was stopped in place, so it holds the right text).
+        time.sleep(STOP_SETTLE_SECONDS)
+        return state.messages, state.panel
     ui.stop.click(do_stop, [ui.session], [ui.chatbot, ui.sources, ui.session, ui.stop], cancels=events, queue=False,
-                  **PRIVATE)
+                  **PRIVATE).then(show_stopped, [ui.session], [ui.chatbot, ui.sources], queue=False, **PRIVATE)
 
     def do_new(state: ChatSession):
         fresh = callbacks.new_chat(state)
