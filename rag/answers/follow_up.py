@@ -13,7 +13,7 @@ no paper into a standalone query; the rewrite is kept only if it keeps the quest
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from rag.answers.prompts import condense_messages
@@ -75,12 +75,20 @@ def resolve_follow_up(question: str, history: Sequence[dict], retriever: Retriev
     if not history:
         return FollowUp(question)
     turns = _assistant_turns(history)
-    pinned = _pinned(question, turns, retriever)
+    cache: dict[int, list[Hit]] = {}
+
+    def papers(index: int) -> list[Hit]:
+        """The papers of ``turns[index]``, read once per question (reading may search)."""
+        if index not in cache:
+            cache[index] = papers_of(turns[index], retriever)
+        return cache[index]
+
+    pinned = _pinned(question, turns, papers)
     pronoun = bool(_ANAPHORA.search(question))
     refers_back = bool(pinned) or pronoun or len(question.split()) <= 6
     if not refers_back:
         return FollowUp(question)
-    last = papers_of(turns[-1], retriever) if turns else []
+    last = papers(len(turns) - 1) if turns else []
     if not pinned and pronoun and len(last) == 1:
         pinned = [last[0].paper_id]  # "what did they evaluate on?" after an answer about one paper
     if not pinned and rewriter is not None:
@@ -97,18 +105,13 @@ def _assistant_turns(history: Sequence[dict]) -> list[dict]:
     return [m for m in history if m.get("role") == "assistant" and (m.get("content") or m.get("papers"))]
 
 
-def _pinned(question: str, turns: list[dict], retriever: Retriever) -> list[str]:
-    """The papers the question names by their place in an earlier answer, in the question's order."""
+def _pinned(question: str, turns: list[dict], papers: Callable[[int], list[Hit]]) -> list[str]:
+    """The papers the question names by their place in an earlier answer (``papers(i)``: those of
+    ``turns[i]``), in the question's order."""
     if not turns:
         return []
     turn_match = _TURN_REF.search(question)
     chosen = _chosen_turn(turn_match.group(1).lower(), turns) if turn_match else None
-    cache: dict[int, list[Hit]] = {}
-
-    def papers(index: int) -> list[Hit]:
-        if index not in cache:
-            cache[index] = papers_of(turns[index], retriever)
-        return cache[index]
 
     pinned: list[str] = []
     for match in _PAPER_REF.finditer(question):
