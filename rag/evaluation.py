@@ -7,6 +7,10 @@ of ``{"file", "ordinal"}``. Metrics, all at the paper level:
 * MRR: mean reciprocal rank of that paper (0 when outside the results);
 * set recall@10: for ``multi`` questions, the share of their gold papers found in the top 10, averaged.
 
+A follow-up with its ``history`` is searched as the product searches it (``search_as_asked``): resolved
+against the conversation first, the papers it points at leading; alone, "What timing error does it report?"
+names no paper.
+
 Unanswerable questions (empty ``gold``) are not counted here; answers are judged elsewhere.
 """
 
@@ -69,6 +73,19 @@ def load_dev(path: Path) -> list[DevQuestion]:
         out.append(DevQuestion(row["question"], str(row.get("type", "")), gold, facts, history,
                                str(row.get("id", number))))
     return out
+
+
+def search_as_asked(questions: Sequence[DevQuestion], retriever, k: int = 10) -> list[list[Hit]]:
+    """Each question's ranked papers as the answer pipeline finds them (no chat model rewrites follow-ups)."""
+    from rag.answers.follow_up import resolve_follow_up
+
+    follow_ups = [resolve_follow_up(q.question, q.history, retriever, None) for q in questions]
+    results = retriever.search_many([f.query for f in follow_ups], k)
+    ranked = []
+    for follow, hits in zip(follow_ups, results, strict=True):
+        pinned = retriever.hits_for(follow.pinned) if follow.pinned else []
+        ranked.append((pinned + [h for h in hits if h.paper_id not in follow.pinned])[:k])
+    return ranked
 
 
 def dev_metrics(questions: Sequence[DevQuestion], results: Sequence[Sequence[Hit]]) -> dict[str, float]:

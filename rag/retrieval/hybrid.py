@@ -35,6 +35,20 @@ from store.bm25 import LexicalIndex, paper_max, rows_with_titles
 from store.chroma import ChromaStore
 from store.vectors import VectorTable
 
+# What the fusion weighs, each min-max normalised over a question's candidates: the dense score, BM25's best
+# chunk, BM25 over whole papers, and whether the paper's name-like title is in the question (0/1).
+FEATURES = ("dense", "chunk_bm25", "paper_bm25", "title")
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """One question's candidate papers and what the fusion knows of each."""
+
+    paper_ids: list[str]
+    features: np.ndarray  # one row per paper, one column per FEATURES entry
+    dense: dict[str, float]  # raw dense scores
+    lexical_chunk: dict[str, tuple[float, int]]  # best BM25 chunk per paper: (score, row)
+
 
 @dataclass(frozen=True)
 class FusionParams:
@@ -172,24 +186,43 @@ class HybridRetriever:
                       paper_max(self.paper_lexical.top(question, p.candidates), self.paper_lexical.paper_ids).items()}
         return chunk_best, papers
 
-    def _fuse(self, question, dense_raw: dict[str, float], lexical_chunk, lexical_paper):
+    def weights(self) -> np.ndarray:
+        """The fusion's weight for each of ``FEATURES`` (fitted: bench/fit_fusion.py)."""
         p = self.params
-        candidates = set(dense_raw)
-        lexical_raw = {pid: lexical_chunk.get(pid, (0.0, -1))[0] for pid in candidates}
-        lexical_norm = _normalise(lexical_raw, floor=0.0)
-        if lexical_paper:
-            paper_norm = _normalise({pid: lexical_paper.get(pid, 0.0) for pid in candidates}, floor=0.0)
-            w = p.paper_lexical_weight
-            lexical_norm = {pid: (1 - w) * lexical_norm[pid] + w * paper_norm[pid] for pid in candidates}
-        dense_norm = _normalise(dense_raw)
-        fused = {
-            pid: p.dense_weight * dense_norm[pid] + (1 - p.dense_weight) * lexical_norm[pid] for pid in candidates
-        }
-        if p.title_bonus:
-            for pid, pattern in self._name_patterns:
-                if pid in fused and pattern.search(question):
-                    fused[pid] += p.title_bonus
-        return fused, lexical_raw
+        paper_share = p.paper_lexical_weight if self.paper_lexical is not None else 0.0
+        lexical = 1 - p.dense_weight
+        return np.array([p.dense_weight, lexical * (1 - paper_share), lexical * paper_share, p.title_bonus])
+
+    def features(self, questions: Sequence[str], vectors: np.ndarray) -> list[Candidates]:
+        """Each question's candidate papers with their ``FEATURES`` (batched: one nearest-neighbour pass)."""
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(questions), -1)
+        p = self.params
+        if 0 < self.vectors.chunk_count <= p.exact_search_max_chunks:
+            nearest = self.vectors.nearest(vectors, p.candidates)
+        else:  # Chroma's HNSW: approximate, but its cost grows slowly with the corpus
+            chunk_rows = self.store.query_chunks_many(vectors, p.candidates)
+            paper_rows = self.store.query_papers_many(vectors, p.candidates)
+            nearest = [{pid for _cid, pid, _s in chunks} | set(papers) if chunks else set()
+                       for chunks, papers in zip(chunk_rows, paper_rows, strict=True)]
+        return [self._candidates(q, v, found) for q, v, found in zip(questions, vectors, nearest, strict=True)]
+
+    def _candidates(self, question: str, vector: np.ndarray, dense_found: set[str]) -> Candidates:
+        if not dense_found:
+            return Candidates([], np.zeros((0, len(FEATURES))), {}, {})
+        # Candidates: papers of the nearest chunks, the nearest profiles and the BM25 hits; every one is then
+        # scored exactly from the vector table (no floor for what one search missed).
+        lexical_chunk, lexical_paper = self._lexical(question)
+        candidates = sorted(dense_found | set(lexical_chunk) | set(lexical_paper))
+        scores = self.vectors.score(candidates, vector)
+        dense_raw = {pid: s for pid, s in zip(candidates, scores.tolist(), strict=True) if s > -math.inf}
+        candidates = sorted(dense_raw)
+        dense = _normalise(dense_raw)
+        chunk_bm25 = _normalise({pid: lexical_chunk.get(pid, (0.0, -1))[0] for pid in candidates}, floor=0.0)
+        paper_bm25 = _normalise({pid: lexical_paper.get(pid, 0.0) for pid in candidates}, floor=0.0)
+        named = {pid for pid, pattern in self._name_patterns if pid in dense_raw and pattern.search(question)}
+        columns = [[dense[pid] for pid in candidates], [chunk_bm25[pid] for pid in candidates],
+                   [paper_bm25[pid] for pid in candidates], [float(pid in named) for pid in candidates]]
+        return Candidates(candidates, np.array(columns, dtype=np.float64).T, dense_raw, lexical_chunk)
 
     def search_with_vectors(self, questions: Sequence[str], vectors: np.ndarray, k: int) -> list[list[Hit]]:
         """Rank papers for each question given its vector; batched so that a question costs little more
@@ -200,29 +233,17 @@ class HybridRetriever:
         return [self.reranker.rerank(q, hits)[:k] for q, hits in zip(questions, ranked, strict=True)]
 
     def _rank(self, questions: Sequence[str], vectors: np.ndarray, k: int) -> list[list[Hit]]:
-        p = self.params
         vectors = np.asarray(vectors, dtype=np.float32).reshape(len(questions), -1)
-        if 0 < self.vectors.chunk_count <= p.exact_search_max_chunks:
-            nearest = self.vectors.nearest(vectors, p.candidates)
-        else:  # Chroma's HNSW: approximate, but its cost grows slowly with the corpus
-            chunk_rows = self.store.query_chunks_many(vectors, p.candidates)
-            paper_rows = self.store.query_papers_many(vectors, p.candidates)
-            nearest = [{pid for _cid, pid, _s in chunks} | set(papers) if chunks else set()
-                       for chunks, papers in zip(chunk_rows, paper_rows, strict=True)]
+        weights = self.weights()
         plans = []
-        for question, vector, dense_found in zip(questions, vectors, nearest, strict=True):
-            if not dense_found:
+        for vector, found in zip(vectors, self.features(questions, vectors), strict=True):
+            if not found.paper_ids:
                 plans.append(None)
                 continue
-            # Candidates: papers of the nearest chunks, the nearest profiles and the BM25 hits; every one
-            # is then scored exactly from the vector table (no floor for what one search missed).
-            lexical_chunk, lexical_paper = self._lexical(question)
-            candidates = sorted(dense_found | set(lexical_chunk) | set(lexical_paper))
-            scores = self.vectors.score(candidates, vector)
-            dense_raw = {
-                pid: score for pid, score in zip(candidates, scores.tolist(), strict=True) if score > -math.inf
-            }
-            fused, lexical_raw = self._fuse(question, dense_raw, lexical_chunk, lexical_paper)
+            fused = dict(zip(found.paper_ids, (found.features @ weights).tolist(), strict=True))
+            lexical_chunk = found.lexical_chunk
+            lexical_raw = {pid: lexical_chunk.get(pid, (0.0, -1))[0] for pid in found.paper_ids}
+            dense_raw = found.dense
             ranked = sorted(fused, key=lambda pid: (-fused[pid], pid))[:k]
             # The chunk shown for a paper: its best dense chunk, else the chunk BM25 matched.
             shown = {}

@@ -54,6 +54,33 @@ def test_too_long_question_is_rejected(bundled_retriever):
         bundled_retriever.search("   ")
 
 
+@pytest.mark.slow
+def test_search_ranks_by_the_weighted_features(bundled_retriever):
+    """``features`` + ``weights`` are the whole fusion: what bench/fit_fusion.py fits is what search ranks by."""
+    question = "privacy-preserving training across many clients with state space models"
+    vector = bundled_retriever.embedder.embed([question])
+    found = bundled_retriever.features([question], vector)[0]
+    assert found.features.shape == (len(found.paper_ids), 4)
+    assert ((found.features >= 0) & (found.features <= 1)).all()
+    scores = found.features @ bundled_retriever.weights()
+    by_features = [pid for _, pid in sorted(zip(-scores, found.paper_ids, strict=True))][:5]
+    assert [h.paper_id for h in bundled_retriever.search(question, 5)] == by_features
+
+
+@pytest.mark.slow
+def test_follow_up_is_evaluated_as_the_product_searches_it(bundled_retriever):
+    from rag.evaluation import DevQuestion, search_as_asked
+
+    history = [{"role": "user", "content": "Which paper uses state space models to pick clients?"},
+               {"role": "assistant", "content": "FedSSM [1] scores clients with a state space model."}]
+    asked = DevQuestion("What did they evaluate on?", "followup", [("000_dcbf1b5d2daaeff5.txt", 1)], history=history)
+    alone = DevQuestion("What did they evaluate on?", "followup", [("000_dcbf1b5d2daaeff5.txt", 1)])
+    with_history, without = search_as_asked([asked, alone], bundled_retriever, 5)
+    assert with_history[0].title == "FedSSM"
+    assert without[0].title != "FedSSM"  # the question alone names no paper
+    assert len({h.paper_id for h in with_history}) == len(with_history) == 5
+
+
 def test_name_pattern_only_for_coined_names():
     assert _name_pattern("FedSSM").search("how does fedssm pick clients?")
     assert _name_pattern("MA-RAG").search("what did the MA-RAG authors evaluate on?")

@@ -21,10 +21,10 @@ def cmd_eval(args) -> int:
         if args.answers:
             metrics = _answer_metrics(components, Path(args.file), args.details)
         else:
-            from rag.evaluation import dev_metrics, load_dev
+            from rag.evaluation import dev_metrics, load_dev, search_as_asked
 
             questions = load_dev(Path(args.file))
-            results = components.retriever.search_many([q.question for q in questions], 10)
+            results = search_as_asked(questions, components.retriever)
             metrics = dev_metrics(questions, results)
     if args.json:
         show_json(json.dumps(metrics))

@@ -1,0 +1,206 @@
+"""Fit the hybrid retriever's fusion weights (rag/retrieval/hybrid.py ``FusionParams``) on labelled questions.
+
+The fusion is a linear model over four features of each candidate paper, each min-max normalised over the
+question's candidates (``hybrid.FEATURES``): the dense score, BM25's best chunk, BM25 over whole papers and a
+0/1 "the paper's name-like title is in the question". The three parameters (``dense_weight``, the whole-paper
+share of the lexical part, the title bonus) are fitted by coordinate ascent (steps 0.2 down to 0.025, from the
+current defaults) on an objective that adds what each set is judged by:
+
+* a dev file in our format (ICML ``dev2.jsonl``): MRR of single-paper questions plus half their recall@1
+  (follow-ups searched with their history, as the product does: ``rag.evaluation.search_as_asked``);
+* a BEIR dataset's train split (SciFact): nDCG@10.
+
+Features are computed once through the product's retriever (``HybridRetriever.features``), so the fit ranks
+exactly as ``search`` would. The dev file is also cross-validated (k folds by position: fit on the rest,
+rank each question with weights that never saw it). The BEIR test split is scored once, with the final
+weights, and never used to choose them.
+
+    PAPERCHAT_DATA_DIR=... python bench/fit_fusion.py --dev ../shared/eval/dev2.jsonl --dev-data DIR \\
+        --beir ../shared/eval/scifact --beir-data DIR --beir-collection scifact
+
+Each ``--*-data`` is the data folder of an index of that corpus (``paperchat ingest``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+STEPS = (0.2, 0.1, 0.05, 0.025)
+
+
+@dataclass
+class Question:
+    kind: str  # "single", "multi" or "beir"
+    keys: list[str]  # the candidates' labels (what ``gold`` names)
+    features: np.ndarray
+    gold: set[str]
+    pinned: set[str]  # papers a follow-up points at: first whatever the fusion says
+
+
+def weights_of(dense: float, paper_share: float, title: float) -> np.ndarray:
+    lexical = 1 - dense
+    return np.array([dense, lexical * (1 - paper_share), lexical * paper_share, title])
+
+
+def ranked(q: Question, w: np.ndarray) -> list[str]:
+    scores = q.features @ w
+    order = sorted(range(len(q.keys)), key=lambda i: (-(q.keys[i] in q.pinned), -scores[i], q.keys[i]))
+    return [q.keys[i] for i in order]
+
+
+def metrics(questions: list[Question], w: np.ndarray) -> dict[str, float]:
+    r1, rr, ndcg, sets = [], [], [], []
+    for q in questions:
+        found = ranked(q, w)
+        if q.kind == "beir":
+            dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(found[:10]) if d in q.gold)
+            ideal = sum(1 / math.log2(i + 2) for i in range(min(10, len(q.gold))))
+            ndcg.append(dcg / ideal)
+        elif q.kind == "multi":
+            sets.append(len(q.gold & set(found[:10])) / len(q.gold))
+        else:
+            position = next((i for i, d in enumerate(found) if d in q.gold), None)
+            r1.append(position == 0)
+            rr.append(1 / (position + 1) if position is not None else 0.0)
+    out = {}
+    if r1:
+        out.update({"recall@1": float(np.mean(r1)), "mrr": float(np.mean(rr))})
+    if sets:
+        out["set_recall@10"] = float(np.mean(sets))
+    if ndcg:
+        out["ndcg@10"] = float(np.mean(ndcg))
+    return out
+
+
+def objective(parts: list[list[Question]], params: tuple[float, float, float]) -> float:
+    total = 0.0
+    for questions in parts:
+        m = metrics(questions, weights_of(*params))
+        total += m.get("ndcg@10", 0.0) + m.get("mrr", 0.0) + 0.5 * m.get("recall@1", 0.0)
+    return total
+
+
+def fit(parts: list[list[Question]], start: tuple[float, float, float]) -> tuple[float, float, float]:
+    """Coordinate ascent: move one parameter by a step while that improves the objective, then smaller steps."""
+    best, params = objective(parts, start), list(start)
+    limits = ((0.0, 1.0), (0.0, 1.0), (0.0, 2.0))
+    for step in STEPS:
+        improved = True
+        while improved:
+            improved = False
+            for j, (low, high) in enumerate(limits):
+                for delta in (step, -step):
+                    trial = list(params)
+                    trial[j] = round(min(high, max(low, trial[j] + delta)), 4)
+                    value = objective(parts, tuple(trial))
+                    if value > best + 1e-9:
+                        best, params, improved = value, trial, True
+    return tuple(params)
+
+
+def components_for(data_dir: str, collection: str | None):
+    from rag.components import Components
+    from rag.settings import load_settings
+
+    overrides = {"data_dir": Path(data_dir)}
+    if collection:
+        overrides["collection"] = collection
+    return Components(load_settings(**overrides))
+
+
+def dev_questions(path: Path, components) -> list[Question]:
+    from rag.answers.follow_up import resolve_follow_up
+    from rag.evaluation import load_dev
+
+    retriever = components.retriever
+    retriever.refresh()
+    papers = {p.paper_id: f"{p.source}#{p.ordinal}" for p in retriever.every_paper()}
+    rows = [q for q in load_dev(path) if q.gold]
+    follow_ups = [resolve_follow_up(q.question, q.history, retriever, None) for q in rows]
+    queries = [f.query for f in follow_ups]
+    found = retriever.features(queries, components.embedder.embed(queries))
+    return [
+        Question("multi" if q.kind == "multi" or len(q.gold) > 1 else "single",
+                 [papers[pid] for pid in c.paper_ids], c.features, {f"{s}#{o}" for s, o in q.gold},
+                 {papers[pid] for pid in f.pinned})
+        for q, f, c in zip(rows, follow_ups, found, strict=True)
+    ]
+
+
+def beir_questions(folder: Path, split: str, components) -> list[Question]:
+    from rag.evaluation import load_beir
+
+    retriever = components.retriever
+    retriever.refresh()
+    queries, qrels = load_beir(folder, split)
+    ids = list(queries)
+    texts = [queries[i] for i in ids]
+    found = retriever.features(texts, components.embedder.embed(texts))
+    own = lambda pid: pid.rsplit("#", 1)[-1]  # noqa: E731  stored ids are namespaced by their file
+    return [Question("beir", [own(p) for p in c.paper_ids], c.features,
+                     {d for d, rel in qrels[i].items() if rel > 0}, set())
+            for i, c in zip(ids, found, strict=True)]
+
+
+def cross_validate(dev: list[Question], others: list[list[Question]], start, folds: int) -> dict[str, float]:
+    """Each dev question ranked with weights fitted on the other folds (and the other sets)."""
+    results: list[tuple[int, dict]] = []
+    for fold in range(folds):
+        train = [q for i, q in enumerate(dev) if i % folds != fold]
+        params = fit([train, *others], start)
+        print(f"  fold {fold + 1}/{folds}: dense {params[0]}, paper share {params[1]}, title {params[2]}", flush=True)
+        results += [(i, metrics([q], weights_of(*params))) for i, q in enumerate(dev) if i % folds == fold]
+    keys = {k for _, m in results for k in m}
+    return {k: float(np.mean([m[k] for _, m in results if k in m])) for k in sorted(keys)}
+
+
+def main() -> None:
+    from rag.retrieval.hybrid import FusionParams
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dev", type=Path, help="questions in our dev format (e.g. ../shared/eval/dev2.jsonl)")
+    parser.add_argument("--dev-data", help="data folder of the index the dev questions ask about")
+    parser.add_argument("--dev-collection", default=None)
+    parser.add_argument("--beir", type=Path, help="BEIR dataset folder (train split fitted, test reported)")
+    parser.add_argument("--beir-data", help="data folder of the index of the BEIR corpus")
+    parser.add_argument("--beir-collection", default=None)
+    parser.add_argument("--folds", type=int, default=5)
+    args = parser.parse_args()
+    default = FusionParams()
+    start = (default.dense_weight, default.paper_lexical_weight, default.title_bonus)
+    dev, train, test = [], [], []
+    if args.dev:
+        dev = dev_questions(args.dev, components_for(args.dev_data, args.dev_collection))
+    if args.beir:
+        beir = components_for(args.beir_data, args.beir_collection)
+        train, test = beir_questions(args.beir, "train", beir), beir_questions(args.beir, "test", beir)
+    sets = [s for s in (dev, train) if s]
+    print(f"start (the defaults): dense {start[0]}, paper share {start[1]}, title {start[2]}")
+    for name, questions in (("dev", dev), ("beir train", train), ("beir test", test)):
+        if questions:
+            print(f"  {name} ({len(questions)} questions): {_show(metrics(questions, weights_of(*start)))}")
+    if dev and args.folds > 1:
+        with_beir = "beir train and " if train else ""
+        print(f"dev, {args.folds}-fold cross-validation (fitted with {with_beir}the other folds):")
+        print(f"  {_show(cross_validate(dev, [train] if train else [], start, args.folds))}")
+    params = fit(sets, start)
+    print(f"fitted on everything: dense {params[0]}, paper share {params[1]}, title {params[2]}")
+    for name, questions in (("dev", dev), ("beir train", train), ("beir test", test)):
+        if questions:
+            print(f"  {name}: {_show(metrics(questions, weights_of(*params)))}")
+
+
+def _show(m: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v:.4f}" for k, v in m.items())
+
+
+if __name__ == "__main__":
+    main()
