@@ -23,7 +23,7 @@ from rag.embedding.models import Embedder
 from rag.errors import LLMInterrupted
 from rag.llm.client import ChatModel
 from rag.retrieval.retriever import Retriever, validate_question
-from rag.types import Answer, Citation, Hit, Paper
+from rag.types import Answer, Citation, ClaimVerdict, Hit, Paper
 
 # What a citation marker can start with: "[" then digits, commas, semicolons, dashes and spaces, no "]" yet.
 _MARKER_START = re.compile(r"\[(?:[0-9,;\-\u2010-\u2014\u2212]|[^\S\n])*\Z")
@@ -66,6 +66,11 @@ class PipelineConfig:
     small_model_design: str = "lead"
     multi_candidates: int = 10  # how deep "which papers ..." questions look for papers that qualify
     small_model_max_tokens: int = 96  # one or two sentences: a tiny model rambles, and every token costs time
+    # A tiny model's lead is kept only this close to a source sentence: below it, its paraphrases drift from
+    # what the abstract says (measured: bench/results/tuning.md, "Small-model lead").
+    small_model_lead_support: float = 0.85
+    # A lead whose words are mostly the evidence's own repeats it (often behind "The answer is:"): left out.
+    small_model_lead_new_words: float = 0.25
 
 
 def _normalised(text: str) -> str:
@@ -278,14 +283,23 @@ class AnswerPipeline:
         checked = self.attributor.attribute(written, self._numbered(hits), question=question, drop_unsupported=True)
         kept = [c for c in checked.claims if c.supported]
         if design == "lead":
-            # A lead that only repeats an evidence sentence adds nothing: the evidence is the answer.
-            repeats = bool(kept) and _normalised(kept[0].text.split(": ", 1)[-1]) in _normalised(evidence)
-            text = f"{checked.text}\n\n{evidence}" if kept and not repeats else evidence
+            useful = bool(kept) and self._lead_adds(kept[0], evidence)
+            text = f"{checked.text}\n\n{evidence}" if useful else evidence
         else:
             text = checked.text if kept else evidence
         answer.interrupted = interrupted and not kept
         yield TextEvent(content=text)
         yield FinalEvent(self._timed(self._finish(answer, text, hits, refused=False), started))
+
+    def _lead_adds(self, lead: ClaimVerdict, evidence: str) -> bool:
+        """Is a tiny model's lead worth showing above the evidence: close to what a source says, yet not a
+        copy of the evidence (a copy adds nothing; a loose paraphrase may say what the abstract does not)?"""
+        if lead.support < self.config.small_model_lead_support:
+            return False
+        words = _normalised(lead.text).split()
+        known = set(_normalised(evidence).split())
+        new = sum(word not in known for word in words)
+        return bool(words) and new / len(words) >= self.config.small_model_lead_new_words
 
     def _relevant(self, question: str, hits: Sequence[Hit], *, pinned: bool) -> bool:
         """Is anything retrieved close enough to answer from? A paper named in the question always is."""
