@@ -77,7 +77,7 @@ class ExtractiveParams:
     max_papers_multi: int = 10
     multi_relative_score: float = 0.6
     min_focus_coverage: float = 0.3  # share of the question's topic words a listed paper must mention
-    multi_relative_coverage: float = 0.5  # ... and this share of what the paper that mentions most mentions
+    multi_relative_coverage: float = 0.6  # ... and this share of what the paper that mentions most mentions
     named_focus_coverage: float = 0.35  # share of them the abstract of a paper the question names must mention
     lexical_weight: float = 0.5
     boilerplate_penalty: float = 0.3
@@ -244,8 +244,9 @@ class ExtractiveAnswerer:
         coverage = {i: max(self.coverage(a, hits[i]) for a in alternatives) for i in candidates}
         most = max(coverage.values(), default=0.0)
         bar = max(self.params.min_focus_coverage, self.params.multi_relative_coverage * most)
-        # The top paper stays even below the bar: the relevance gate already found it close enough.
-        return [i for i in candidates if i == 0 or coverage[i] >= bar]
+        # The top paper too must mention what is asked: ranked first is no reason to be listed (when the scores
+        # are flat, a paper about something near ranks first as easily); if none does, the top one answers.
+        return [i for i in candidates if coverage[i] >= bar] or [0]
 
     def focus_terms(self, question: str, hit: Hit) -> set[str]:
         name_terms = set(self.analyze(hit.title)) if len(hit.title.split()) <= 2 else set()

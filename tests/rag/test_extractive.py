@@ -75,3 +75,22 @@ def test_results_are_preferred_over_background_and_code_links(retriever, questio
 ])
 def test_a_question_about_code_or_the_problem_gets_that_sentence(retriever, question, expected):
     assert best_sentence(retriever, question) == expected
+
+
+def test_which_papers_lists_those_that_mention_the_topic_not_the_top_ranked_one(retriever):
+    """A paper ranked first on a flat list of scores is not listed when it never mentions what is asked."""
+    def hit(rank: int, title: str, abstract: str, score: float) -> Hit:
+        return Hit(rank=rank, paper_id=title, title=title, score=score, source="s.txt", ordinal=rank, text=abstract,
+                   abstract=abstract)
+
+    hits = [
+        hit(1, "Agents", "We train language agents with reinforcement learning on web shopping tasks.", 1.0),
+        hit(2, "Memo", "Our memory agent is evaluated on ALFWorld household tasks and improves success.", 0.97),
+        hit(3, "Plan", "Planning agents reach 90% success on ALFWorld household environments.", 0.95),
+    ]
+    chosen = answerer(retriever)._choose_papers("Which papers evaluate agents on ALFWorld household tasks?",
+                                                hits, multi=True)
+    assert [hits[i].title for i in chosen] == ["Memo", "Plan"]
+    # When no paper mentions the topic, the top one still answers (the relevance gate found it close enough).
+    assert answerer(retriever)._choose_papers("Which papers study quantum error correction codes?", hits,
+                                              multi=True) == [0]
