@@ -26,6 +26,19 @@ def test_sources_block_round_trip():
     assert split_sources("plain text") == ("plain text", [])
 
 
+def test_a_stream_the_check_changed_ends_with_the_checked_answer_its_sources_number():
+    from ui.api.answers import split_sources, stream_end
+    from ui.shared.text import answer_text
+
+    answer = Answer(question="q", answer="FedSSM does it [1].", citations=[Citation(1, "a#1", "FedSSM", "000.txt", 1)])
+    assert stream_end(answer, "FedSSM does it [1].") == answer_text(answer)[len(answer.answer):]
+    assert stream_end(answer, "FedSSM  does it [1]. ") == answer_text(answer)[len(answer.answer):]  # spaces only
+    # The writer's text streamed as "[2]"; the check re-cited it: the checked text comes before its sources.
+    message = "FedSSM does it [2]." + stream_end(answer, "FedSSM does it [2].")
+    assert message == "FedSSM does it [2].\n\nChecked answer:\n" + answer_text(answer)
+    assert split_sources(message) == ("FedSSM does it [1].", [("000.txt", 1)])  # read back: the checked text
+
+
 def test_citation_fields_forward_what_to_dict_gives(monkeypatch):
     from ui.api.answers import citation_fields
 

@@ -24,6 +24,7 @@ DEFAULT_MODEL = "paperchat"
 EXTRACTIVE_MODEL = "paperchat-extractive"
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 SOURCES_HEADINGS = ("\n\nSources:\n", "\n\nNearest papers:\n")
+CHECKED_HEADING = "\n\nChecked answer:\n"  # after a streamed answer the check changed (stream_end)
 # "[2] FedSSM — 000_dcbf1b5d2daaeff5.txt #1 (weakly supported)": a line of the sources block (answer_text).
 _SOURCE_LINE = re.compile(r"^\[(\d+)\] .* — (?P<source>.+) #(?P<ordinal>\d+)(?: \(weakly supported\))?$")
 
@@ -80,17 +81,20 @@ def message_text(content, where: str) -> str:
 
 
 def split_sources(text: str) -> tuple[str, list[tuple[str, int]]]:
-    """An answer as this server wrote it -> (the answer text, the (source, position) of each listed paper)."""
+    """An answer as this server wrote it -> (the answer text, the (source, position) of each listed paper).
+
+    Of a streamed answer followed by its checked text, the answer is the checked text."""
     for heading in SOURCES_HEADINGS:
         head, found, block = text.rpartition(heading)
         if found:
+            head = head.rpartition(CHECKED_HEADING)[2]
             places = []
             for line in block.splitlines():
                 match = _SOURCE_LINE.match(line.strip())
                 if match:
                     places.append((match["source"], int(match["ordinal"])))
             return head.strip(), places if heading == SOURCES_HEADINGS[0] else []
-    return text.strip(), []
+    return text.rpartition(CHECKED_HEADING)[2].strip(), []
 
 
 def read_turns(messages, where: str) -> list[tuple[str, str, dict]]:
@@ -162,6 +166,23 @@ def sources_tail(answer: Answer) -> str:
     text = answer_text(answer)
     lead = answer.answer.strip()
     return text[len(lead):] if text.startswith(lead) else "\n\n" + text
+
+
+def stream_end(answer: Answer, streamed: str) -> str:
+    """What to send after the ``streamed`` text so that the message ends as :func:`answer_text` does.
+
+    The final text may add to what streamed (a refusal lists the nearest papers): the rest is sent. When the
+    check changed it (a claim re-cited or struck, sources renumbered), the checked answer follows under its
+    own heading: the sources block's numbers are its numbers.
+    """
+    shown, text = streamed.strip(), answer.answer.strip()
+    if text.startswith(shown):
+        rest = text[len(shown):]
+    elif " ".join(shown.split()) == " ".join(text.split()):
+        rest = ""  # only spaces differ (the stream is cleaned piece by piece)
+    else:
+        rest = CHECKED_HEADING + text
+    return rest + sources_tail(answer)
 
 
 def citation_fields(answer: Answer) -> dict:
