@@ -360,7 +360,7 @@ class AnswerPipeline:
         lead = lead or NOT_COVERED
         if not hits:
             return f"{lead} The index has no papers close to the question."
-        nearest = "; ".join(f"{h.title} ({h.source} #{h.ordinal})" for h in hits[:3])
+        nearest = "; ".join(f"{h.title} ({h.label})" for h in hits[:3])
         return f"{lead} The nearest papers: {nearest}."
 
     def answer(self, question: str, history: Sequence[dict] = (), *, k: int | None = None) -> Answer:
