@@ -118,8 +118,8 @@ def _add_paper_tools(server: MCPServer, components: Components, in_turn) -> None
 
     @server.tool(title="List papers")
     async def list_papers(filter: str = "") -> CallToolResult:
-        """The papers in the index (title, id, source), optionally only those whose title, abstract or file
-        name contain every word of the filter."""
+        """The papers in the index (title, id, source), optionally only those whose title, abstract, authors,
+        venue, year or file name contain every word of the filter."""
         papers = await in_turn(components.papers)
         matching = filter_papers(papers, filter or "")
         shown = matching[:MAX_LISTED]

@@ -73,13 +73,15 @@ def query_words(query: str) -> list[str]:
 
 
 def filter_papers(papers: Iterable[Paper], query: str) -> list[Paper]:
-    """Papers whose title, abstract or source contain every word of ``query`` (case-insensitive)."""
+    """Papers whose title, abstract, authors, venue, year or source contain every word of ``query``
+    (case-insensitive): "kingma adam" finds the Adam paper by its author and title."""
     words = query_words(query)
     if not words:
         return list(papers)
     found = []
     for paper in papers:
-        haystack = f"{paper.title}\n{paper.abstract}\n{paper.source}".lower()
+        year = "" if paper.year is None else str(paper.year)
+        haystack = "\n".join([paper.title, paper.abstract, *paper.authors, paper.venue, year, paper.source]).lower()
         if all(word in haystack for word in words):
             found.append(paper)
     return found
