@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rag.types import Paper
 from store.atomic import save_folder_atomically
 from store.layout import BM25_FOLDER, IDS_FILE, LEXICAL_FORMAT, STATE_FILE, TITLES_FILE
 
@@ -98,7 +99,9 @@ class LexicalIndex:
         return self.folder / STATE_FILE
 
     def _settings_key(self) -> dict:
-        return {"format": LEXICAL_FORMAT, **self.params.__dict__}
+        # "heads": what each row holds before its text (lexical_heads); an index saved before authors were
+        # searchable does not match, so it is rebuilt from the store once, as a stale generation is.
+        return {"format": LEXICAL_FORMAT, "heads": HEADS, **self.params.__dict__}
 
     def build(
         self, rows: Iterable[tuple[str, str, str]], generation: int, titles: dict[str, str] | None = None
@@ -187,8 +190,24 @@ class LexicalIndex:
         return [(int(r), float(scores[r])) for r in rows if scores[r] > 0]
 
 
+HEADS = "title+authors"
+
+
+def lexical_heads(papers: Iterable[Paper]) -> dict[str, str]:
+    """What goes before each paper's text in the lexical indexes: its title, then its authors when the records
+    name them ("Adam: A Method .... Diederik P. Kingma, Jimmy Ba"), so that "kingma adam" finds the paper by
+    its words. Lexical only: the dense text (rag.ingest) stays title and abstract, so a corpus without
+    authors (the bundled one) is indexed and ranked exactly as before."""
+    heads = {}
+    for paper in papers:
+        authors = ", ".join(a for a in paper.authors if a.strip())
+        heads[paper.paper_id] = f"{paper.title}. {authors}" if paper.title and authors else paper.title or authors
+    return heads
+
+
 def rows_with_titles(rows: Iterable[tuple[str, str, str]], titles: dict[str, str]) -> Iterable[tuple[str, str, str]]:
-    """Prepend each paper's title to its chunks: titles and method names are strong lexical evidence."""
+    """Prepend each paper's title (its ``lexical_heads``) to its chunks: titles, method names and authors are
+    strong lexical evidence."""
     for chunk_id, paper_id, text in rows:
         title = titles.get(paper_id, "")
         yield chunk_id, paper_id, f"{title}. {text}" if title else text

@@ -18,6 +18,7 @@ from rag.answers.citations import ClaimCheck, citations_from_checks, clean_marke
 from rag.answers.extractive import AnswerPlan, ExtractiveAnswerer, is_multi_paper_question, names_paper
 from rag.answers.follow_up import FollowUp, resolve_follow_up
 from rag.answers.metadata import metadata_answer
+from rag.answers.numbering import StreamNumbers, consecutive, renumber_text
 from rag.answers.prompts import NOT_COVERED, build_prompt, says_not_covered, small_model_messages
 from rag.embedding.models import Embedder
 from rag.errors import LLMInterrupted
@@ -88,8 +89,9 @@ class MarkerFilter:
 
     MAX_HELD = 1024
 
-    def __init__(self, valid: set[int]) -> None:
+    def __init__(self, valid: set[int], numbers: StreamNumbers | None = None) -> None:
         self.valid = valid
+        self.numbers = numbers  # renumbers the markers let through (consecutive, in order of first citation)
         self.buffer = ""
         self.removed = 0
         self._last = ""  # the last character let through: a piece's start is not a line's start
@@ -125,6 +127,8 @@ class MarkerFilter:
         cleaned, removed = clean_markers(context + text, self.valid)
         # (a space already shown may have been tidied away in front of a dropped marker: it stays shown)
         cleaned = cleaned[len(context) :] if cleaned.startswith(context) else cleaned
+        if self.numbers is not None:
+            cleaned = self.numbers.apply(cleaned)
         self.removed += removed
         if cleaned:
             self._last = cleaned[-1]
@@ -186,6 +190,7 @@ class AnswerPipeline:
         if (meta := metadata_answer(question, hits, papers, pinned=bool(follow.pinned), collection=collection)):
             meta.backend = self.backend
             yield SourcesEvent(meta.sources, follow.query)
+            consecutive(meta)
             yield TextEvent(content=meta.answer)
             yield FinalEvent(self._timed(meta, started))
             return
@@ -205,14 +210,17 @@ class AnswerPipeline:
             return
         if plan.kind == "not_stated":
             self._not_stated(answer, plan, hits)
+            consecutive(answer)
             yield TextEvent(content=answer.answer)
             yield FinalEvent(self._timed(answer, started))
             return
 
         if self.chat_model is None:
             text = self.extractive.write(plan, hits)
-            yield TextEvent(content=text)
-            yield FinalEvent(self._timed(self._finish(answer, text, hits, refused=False), started))
+            final = self._finish(answer, text, hits, refused=False)
+            # Written whole, then checked: shown with the numbers of the final answer.
+            yield TextEvent(content=renumber_text(text, consecutive(final)))
+            yield FinalEvent(self._timed(final, started))
             return
         if self.config.small_model and self.config.small_model_design != "abstracts":
             yield from self._small_model_answer(answer, question, plan, hits, started)
@@ -242,7 +250,7 @@ class AnswerPipeline:
 
     def _written(self, messages, sources: int, answer: Answer, *, show: bool = True, max_tokens: int | None = None):
         """Stream the chat model's reply (markers to no source dropped as it goes); returns (text, interrupted)."""
-        markers = MarkerFilter(set(range(1, sources + 1)))
+        markers = MarkerFilter(set(range(1, sources + 1)), StreamNumbers())
         content: list[str] = []
         reasoning: list[str] = []
         interrupted = False
@@ -288,8 +296,9 @@ class AnswerPipeline:
         else:
             text = checked.text if kept else evidence
         answer.interrupted = interrupted and not kept
-        yield TextEvent(content=text)
-        yield FinalEvent(self._timed(self._finish(answer, text, hits, refused=False), started))
+        final = self._finish(answer, text, hits, refused=False)
+        yield TextEvent(content=renumber_text(text, consecutive(final)))
+        yield FinalEvent(self._timed(final, started))
 
     def _lead_adds(self, lead: ClaimVerdict, evidence: str) -> bool:
         """Is a tiny model's lead worth showing above the evidence: close to what a source says, yet not a
@@ -351,6 +360,8 @@ class AnswerPipeline:
 
     @staticmethod
     def _timed(answer: Answer, started: float) -> Answer:
+        """The final answer: its sources numbered 1.. in the order it cites them (every writer's), and its time."""
+        consecutive(answer)
         answer.seconds = time.monotonic() - started
         return answer
 
@@ -363,7 +374,7 @@ class AnswerPipeline:
         lead = lead or NOT_COVERED
         if not hits:
             return f"{lead} The index has no papers close to the question."
-        nearest = "; ".join(f"{h.title} ({h.source} #{h.ordinal})" for h in hits[:3])
+        nearest = "; ".join(f"{h.title} ({h.label})" for h in hits[:3])
         return f"{lead} The nearest papers: {nearest}."
 
     def answer(self, question: str, history: Sequence[dict] = (), *, k: int | None = None) -> Answer:

@@ -39,11 +39,20 @@ _CLAUSE_BREAK = re.compile(r"\s*(?:[;:]|,|\s—\s|\s(?:which|where|whereas|but|w
 
 # A sentence that says what the paper does, and the verb that introduces its object.
 _CONTRIBUTION = re.compile(
-    r"^(?:(?:in|within) (?:this|the present|our) (?:paper|work|study|article),?\s*|here,?\s*|to this end,?\s*)?"
+    r"^(?:(?:in|within) (?:this|the present|our) (?:paper|work|study|article),?\s*|here,?\s*|to this end,?\s*"
+    r"|(?:using|building on|based on|leveraging|drawing on|with)\s[^,]{1,60},\s*)?"  # "Using a paradigm from X, we"
     r"(?:we\s+(?:(?:first|here|now|instead|then|further|also)\s+)?(?:investigate|study|examine|explore|analy[sz]e|"
-    r"tackle|consider|address|focus on|provide|present|propose|introduce|develop|derive|design|establish)"
+    r"tackle|consider|address|focus on|provide|present|propose|introduce|develop|derive|design|establish|"
+    r"(?:demonstrate|show) that)"
     r"|(?:this|the present|our) (?:paper|work|study|article)\s+(?:presents|proposes|introduces|studies|"
     r"investigates|deals with|addresses|considers|examines|explores|analy[sz]es|develops|provides))\s+",
+    re.IGNORECASE,
+)
+# "To our knowledge, this is the first systematic study to uncover and validate X": the contribution is X.
+_FIRST_TO = re.compile(
+    r"^(?:to (?:the best of )?our knowledge,?\s*)?(?:this|ours|our (?:paper|work|study))\s+is\s+the\s+first\s+"
+    r"(?:[\w-]+\s+){0,3}?(?:study|work|paper|attempt|analysis|investigation|framework|method|approach|benchmark)\s+"
+    r"to\s+(?:[a-z]+\s+(?:and|or)\s+)?[a-z]+\s+",
     re.IGNORECASE,
 )
 # "a theoretical investigation into X", "the role of X": the topic is X.
@@ -75,7 +84,7 @@ def fallback_phrase(text: str, max_words: int) -> str:
 
 def contribution_phrase(sentence: str, max_words: int) -> str:
     """The object of "we propose ..." / "this paper studies ..." as a topic phrase, or "" when it is vague."""
-    match = _CONTRIBUTION.match(sentence)
+    match = _CONTRIBUTION.match(sentence) or _FIRST_TO.match(sentence)
     if not match:
         return ""
     obj = re.sub(r"^(?:the|an?)\s+", "", _META_LEAD.sub("", sentence[match.end():], count=1), flags=re.IGNORECASE)

@@ -28,7 +28,7 @@ def word_set(text: str) -> frozenset[str]:
 ARTICLES = word_set("the a an")
 PREPOSITIONS = word_set(
     "for in on of to with from via across under over between against into by at through within without "
-    "towards toward beyond"
+    "towards toward beyond about among during upon"
 )
 AUXILIARIES = word_set("is are was were has have had can could may might will would should must")
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from rag.corpus.title_phrase import fallback_phrase
 from rag.corpus.title_text import (
     ARTICLES,
+    AUXILIARIES,
     PREPOSITIONS,
     SENTENCE_END,
     capitalise,
@@ -34,6 +35,15 @@ _INTRO = re.compile(
     r"(?:\s+and\s+[a-z]+)?\s+",
     re.IGNORECASE,
 )
+# "To resolve this, we employ Geodesic Flow Matching, adapting ...": what answers the stated problem is the
+# contribution, whatever the verb.
+_REMEDY = re.compile(
+    r"to\s+(?:resolve|address|overcome|tackle|mitigate|solve|remedy|close|bridge|fix|alleviate)\s+"
+    r"(?:this|these|that|those|such|the)\b[^,.;]{0,40},\s+we\s+(?:[a-z]+ly\s+)?[a-z]+\s+",
+    re.IGNORECASE,
+)
+# "The resulting Dirac-Frenkel-Onsager dynamics preserve ...": the abstract names what it arrives at.
+_RESULTING = re.compile(r"\b(?:the|our)\s+(?:resulting|proposed)\s+", re.IGNORECASE)
 # "We bridge this gap via the Latent Persona Vector, a differentiable proxy": a name defined in passing.
 _VIA = re.compile(r"\bwe\s+[a-z]+\s+(?:[\w-]+\s+){0,4}?(?:via|through)\s+(?:the\s+)?", re.IGNORECASE)
 _CALLED = re.compile(r"(?:called|named|dubbed)\s+")
@@ -150,6 +160,14 @@ def _name_candidates(text: str, max_words: int) -> list[_Candidate]:
         candidate = _name_from_object(_rest_of_sentence(text, match.end()), max_words)
         if candidate:
             found.append(_Candidate(candidate[0], candidate[1], match.start()))
+    for match in _matches(_REMEDY, text, lowered, ("to ",)):
+        candidate = _name_from_object(_rest_of_sentence(text, match.end()), max_words)
+        if candidate:
+            found.append(_Candidate(candidate[0], MEDIUM, match.start()))
+    for match in _matches(_RESULTING, text, lowered, ("resulting", "proposed")):
+        name = _resulting_name(_rest_of_sentence(text, match.end()).split(), max_words)
+        if name:
+            found.append(_Candidate(name, MEDIUM, match.start()))
     for match in _matches(_VIA, text, lowered, (" via ", " through ")):
         run = _title_run(_rest_of_sentence(text, match.end()).split(), max_words)  # only with an appositive
         if run:
@@ -273,6 +291,27 @@ def _title_run(words: list[str], max_words: int) -> tuple[str, int] | None:
         return None
     strength = STRONG if len(run) == 1 or any(looks_coined(w) for w in run) else MEDIUM
     return " ".join(run), strength
+
+
+def _resulting_name(words: list[str], max_words: int) -> str | None:
+    """The name after "the resulting" / "the proposed": a coined run ("FedSSM"), or proper names with the noun
+    they qualify ("Dirac-Frenkel-Onsager dynamics"); None for ordinary words ("the proposed method")."""
+    run: list[str] = []
+    for word in words[:max_words]:
+        if not _is_capitalised(word) or word.startswith("("):
+            break
+        run.append(trim_token(word))
+        if word[-1] in ",.;:)":
+            break
+    if not run or len(run) == len(words) or words[len(run) - 1][-1] in ",.;:)":
+        return " ".join(run) if run and any(looks_coined(w) for w in run) else None
+    if any(looks_coined(w) for w in run):
+        return " ".join(run)
+    noun = trim_token(words[len(run)])
+    proper_names = len(run) >= 2 or "-" in run[0]  # "Dirac-Frenkel-Onsager", "Kalman Bucy": names of people
+    if not proper_names or not noun.isalpha() or noun.lower() in PREPOSITIONS | ARTICLES | AUXILIARIES:
+        return None
+    return " ".join([*run, noun]) if len(run) < max_words else None
 
 
 def _closing(words: list[str], start: int, limit: int = 12) -> int | None:

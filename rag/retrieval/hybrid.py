@@ -31,7 +31,7 @@ import numpy as np
 from rag.embedding.models import Embedder
 from rag.retrieval.retriever import validate_question
 from rag.types import Hit, Paper
-from store.bm25 import LexicalIndex, paper_max, rows_with_titles
+from store.bm25 import LexicalIndex, lexical_heads, paper_max, rows_with_titles
 from store.chroma import ChromaStore
 from store.vectors import VectorTable
 
@@ -152,11 +152,12 @@ class HybridRetriever:
         else:
             papers = list(self.store.iter_papers())
             titles = {p.paper_id: p.title for p in papers}
+            heads = lexical_heads(papers)  # titles, and authors: "papers by Kingma" is searchable
             if not chunks_current:
-                self.lexical.build(rows_with_titles(self.store.iter_chunks(), titles), generation, titles=titles)
+                self.lexical.build(rows_with_titles(self.store.iter_chunks(), heads), generation, titles=titles)
             if not papers_current:
                 rows = ((p.paper_id, p.paper_id, p.abstract) for p in papers)
-                self.paper_lexical.build(rows_with_titles(rows, titles), generation, titles=titles)
+                self.paper_lexical.build(rows_with_titles(rows, heads), generation, titles=titles)
         if not self.vectors.load(generation):
             self.vectors.build(self.store, generation)
         self._name_patterns = [(pid, pattern) for pid, title in titles.items() if (pattern := _name_pattern(title))]

@@ -344,9 +344,9 @@ def test_a_backtick_in_a_file_name_stays_inside_its_code_span():
     citations = [Citation(1, "p1", "First", "odd`name.jsonl", 1, weak=True),
                  Citation(2, "p2", "Second", "plain.jsonl", 2)]
     html = rendered(answer_markdown(Answer("q", "Claims [1] and [2].", citations=citations, grounded=True)))
-    assert "<code>odd`name.jsonl #1</code>" in html
-    assert "<code>plain.jsonl #2</code>" in html
-    assert "weakly supported" in html.split("<code>odd`name.jsonl #1</code>")[1].split("<code>")[0]
+    assert "<code>#1 of odd`name.jsonl</code>" in html  # the place label (rag/labels.py), in one code span
+    assert "<code>#2 of plain.jsonl</code>" in html
+    assert "weakly supported" in html.split("<code>#1 of odd`name.jsonl</code>")[1].split("<code>")[0]
 
 
 def test_an_unclosed_code_fence_in_an_answer_does_not_swallow_the_note_and_sources():

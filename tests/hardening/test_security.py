@@ -259,7 +259,11 @@ def test_an_abstract_claiming_to_be_source_1_does_not_change_what_1_is(index_dir
     # By position in the numbered list, whatever the text says (attribution may move a claim to the source
     # that says it, never redefine what a number means).
     assert cited and all(sources[marker - 1] == paper for marker, paper in cited.items())
-    assert sources[0] == hits[0]["paper_id"]
+    # The sources are the search results: the cited ones first, numbered 1.. in the order cited
+    # (rag/answers/numbering.py), then the others in search order.
+    first = [cited[marker] for marker in sorted(cited)]
+    assert sorted(cited) == list(range(1, len(cited) + 1))
+    assert sources == first + [h["paper_id"] for h in hits if h["paper_id"] not in first]
 
 
 def test_markers_of_no_source_never_reach_the_terminal_even_in_a_long_group(index_dir, server):

@@ -95,6 +95,13 @@ def test_model_says_not_covered_lists_nearest(fake_retriever):
     assert answer.refused and "nearest papers" in answer.answer.lower()
 
 
+def test_a_refusal_names_the_nearest_papers_by_their_readable_label(fake_retriever):
+    answer = make_pipeline(fake_retriever, FakeChatModel("The abstracts do not answer this.")).answer(QUESTION)
+    top = answer.sources[0]
+    assert f"{top.title} ({top.label})" in answer.answer and "#1 of file 000" in answer.answer
+    assert ".txt #" not in answer.answer
+
+
 def test_detail_the_named_abstract_does_not_state_is_declined_citing_the_paper(fake_retriever):
     model = FakeChatModel()
     answer = make_pipeline(fake_retriever, model).answer("What GPU did the FedSSM authors use?")

@@ -254,3 +254,45 @@ def test_derive_title_never_fails_and_stays_one_short_line(text: str) -> None:
 def test_derive_title_on_pattern_soup(words: list[str], max_words: int) -> None:
     title = derive_title(" ".join(words), max_words=max_words)
     assert title and "\n" not in title
+
+
+@pytest.mark.parametrize(
+    ("abstract", "expected"),
+    [
+        # What answers the stated problem is the contribution, whatever the verb ("employ").
+        ("Flows assume flat space. Linear paths cut through the manifold. To resolve this, we employ Curved Path "
+         "Matching, adapting transport to the sphere.", "Curved Path Matching"),
+        # A name the abstract arrives at: proper names with the noun they qualify, or a coined name.
+        ("Residual minimization evolves parametrizations in time. We add a momentum term. The resulting "
+         "Gauss-Newton-Onsager flow preserves accuracy.", "Gauss-Newton-Onsager flow"),
+        ("Caching is slow. We cache keys. The proposed KeyCacher halves latency.", "KeyCacher"),
+        # "This is the first study to uncover X": the topic is X.
+        ("As the demand for empathy in chat models grows, control is hard. We build a dataset. To our knowledge, "
+         "this is the first systematic study to uncover and validate empathy circuits in chat models, offering "
+         "insight.", "Empathy circuits in chat models"),
+        # "Using a paradigm from X, we demonstrate that Y": the finding Y, not the background opening.
+        ("As chat models are adopted into products that make decisions, fairness matters. Using a paradigm from "
+         "psychology, we demonstrate that chat models can develop novel biases about groups even without cause.",
+         "Chat models can develop novel biases"),
+    ],
+)
+def test_the_contribution_is_found_past_a_background_opening(abstract: str, expected: str) -> None:
+    assert derive_title(abstract) == expected
+
+
+def test_no_bundled_title_is_the_opening_of_a_background_sentence() -> None:
+    titles = {derive_title(text) for _, _, text in BUNDLED}
+    for opening in ("Demand for emotional intelligence", "Large language models are adopted into frameworks",
+                    "Vector Symbolic Algebras enable robust neurosymbolic reasoning",
+                    "Dirac-Frenkel instantaneous residual minimization evolves nonlinear parametrizations"):
+        assert opening not in titles
+    assert {"Emotion circuits in LLMs", "Geodesic Flow Matching", "Dirac-Frenkel-Onsager dynamics"} <= titles
+
+
+@pytest.mark.parametrize(
+    "abstract",
+    ["Models are slow. The proposed method halves latency.",  # ordinary words: no name
+     "Models are slow. To address this, we study a series of interventions on inputs."],
+)
+def test_ordinary_words_after_the_new_markers_are_no_name(abstract: str) -> None:
+    assert derive_title(abstract) not in {"Method halves", "Series", "Method"}

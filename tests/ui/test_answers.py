@@ -17,13 +17,26 @@ def test_sources_block_round_trip():
     answer = Answer(question="q", answer="FedSSM does it [1], and CausalAno too [2].", citations=[
         Citation(1, "a#1", "FedSSM", "000.txt", 1), Citation(2, "b", "Causal — Ano", "extra.jsonl", 4, weak=True)])
     text = answer_text(answer)
-    assert text == ("FedSSM does it [1], and CausalAno too [2].\n\nSources:\n[1] FedSSM — 000.txt #1\n"
-                    "[2] Causal — Ano — extra.jsonl #4 (weakly supported)")
+    assert text == ("FedSSM does it [1], and CausalAno too [2].\n\nSources:\n[1] FedSSM — #1 of 000.txt\n"
+                    "[2] Causal — Ano — #4 of extra.jsonl (weakly supported)")
     assert split_sources(text) == (answer.answer, [("000.txt", 1), ("extra.jsonl", 4)])
     assert text == answer.answer + sources_tail(answer)
     refused = Answer(question="q", answer="Not covered.", sources=[Hit(1, "x", "X", 0.1, "f.txt", 2, "t")])
     assert split_sources(answer_text(refused)) == ("Not covered.", [])  # nearest papers were not cited
     assert split_sources("plain text") == ("plain text", [])
+
+
+def test_a_stream_the_check_changed_ends_with_the_checked_answer_its_sources_number():
+    from ui.api.answers import split_sources, stream_end
+    from ui.shared.text import answer_text
+
+    answer = Answer(question="q", answer="FedSSM does it [1].", citations=[Citation(1, "a#1", "FedSSM", "000.txt", 1)])
+    assert stream_end(answer, "FedSSM does it [1].") == answer_text(answer)[len(answer.answer):]
+    assert stream_end(answer, "FedSSM  does it [1]. ") == answer_text(answer)[len(answer.answer):]  # spaces only
+    # The writer's text streamed as "[2]"; the check re-cited it: the checked text comes before its sources.
+    message = "FedSSM does it [2]." + stream_end(answer, "FedSSM does it [2].")
+    assert message == "FedSSM does it [2].\n\nChecked answer:\n" + answer_text(answer)
+    assert split_sources(message) == ("FedSSM does it [1].", [("000.txt", 1)])  # read back: the checked text
 
 
 def test_citation_fields_forward_what_to_dict_gives(monkeypatch):
@@ -53,6 +66,15 @@ def test_conversation_reads_turns_and_cited_papers(make_components):
     assert question == "and the first one?"
     assert history == [Turn("user", "which papers\non FL?"),
                        Turn("assistant", "FedSSM [1].", ("000_dcbf1b5d2daaeff5.txt#1",))]
+    # As this server writes it now: the readable label ("file 000"), read back to the same paper.
+    _, history = conversation(components, [
+        {"role": "user", "content": "which papers on FL?"},
+        {"role": "assistant", "content": "FedSSM [1].\n\nSources:\n[1] FedSSM — ICML 2026 · #1 of file 000\n"
+                                         "[2] MA — RAG — ICML 2026 · #1 of file 002 (weakly supported)\n"
+                                         "[3] Unknown — #9 of nowhere.txt"},
+        {"role": "user", "content": "and the second one?"},
+    ])
+    assert history[-1] == Turn("assistant", "FedSSM [1].", ("000_dcbf1b5d2daaeff5.txt#1", "002_735305cd7294d037.txt#1"))
 
 
 @pytest.mark.parametrize("messages", [None, [], "hi", [1], [{"role": "user"}], [{"role": "user", "content": 3}],
@@ -113,3 +135,19 @@ def test_gate_lets_some_wait_and_turns_the_rest_away():
         assert not gate._slots.locked()
 
     asyncio.run(scenario())
+
+
+def test_answer_text_names_papers_by_their_readable_place_never_the_hashed_file_name():
+    from ui.shared.text import answer_text
+
+    hit = Hit(1, "002_735305cd7294d037.txt#5", "PRM-BiasBench", 0.9, "002_735305cd7294d037.txt", 5, "t",
+              venue="ICML 2026")
+    mine = Hit(2, "mine", "Adam", 0.8, "papers.jsonl", 3, "t", collection="mypapers")
+    cited = Answer(question="q", answer="It measures bias [1].", sources=[hit, mine],
+                   citations=[Citation(1, hit.paper_id, hit.title, hit.source, hit.ordinal)])
+    text = answer_text(cited)
+    assert text.endswith("Sources:\n[1] PRM-BiasBench — ICML 2026 · #5 of file 002")
+    assert ".txt #" not in text and "735305cd" not in text
+    refused = Answer(question="q", answer="Not covered.", sources=[hit, mine], refused=True)
+    assert answer_text(refused).endswith("Nearest papers:\n- PRM-BiasBench — ICML 2026 · #5 of file 002\n"
+                                         "- Adam — mypapers · #3 of papers.jsonl")

@@ -61,7 +61,7 @@ def test_a_cited_answer_names_the_right_paper(client, llm):
     completion = client.chat.completions.create(model="paperchat", messages=user(QUESTION), temperature=0.2,
                                                 max_tokens=200)
     text = completion.choices[0].message.content
-    assert text.startswith(FEDSSM_REPLY + "\n\nSources:\n[1] FedSSM — 000_dcbf1b5d2daaeff5.txt #1")
+    assert text.startswith(FEDSSM_REPLY + "\n\nSources:\n[1] FedSSM — ICML 2026 · #1 of file 000")
     assert completion.choices[0].finish_reason == "stop" and completion.model == "paperchat"
     citations = completion.model_extra["citations"]
     assert [(c["marker"], c["paper_id"], c["title"]) for c in citations] == [(1, FEDSSM, "FedSSM")]
@@ -80,7 +80,7 @@ def test_a_streamed_answer_is_the_same_answer_in_openai_chunks(client, llm):
     stream = client.chat.completions.create(model="paperchat", messages=user(QUESTION), stream=True)
     chunks = list(stream)
     text = "".join(c.choices[0].delta.content or "" for c in chunks)
-    assert text.startswith(FEDSSM_REPLY + "\n\nSources:\n[1] FedSSM — 000_dcbf1b5d2daaeff5.txt #1")
+    assert text.startswith(FEDSSM_REPLY + "\n\nSources:\n[1] FedSSM — ICML 2026 · #1 of file 000")
     assert len(chunks) > 5  # really streamed, not one piece
     assert chunks[0].choices[0].delta.role == "assistant"
     last = chunks[-1]

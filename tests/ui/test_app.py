@@ -40,7 +40,7 @@ def test_chat_api_answers_with_sources(app):
         "which papers use state-space models for client selection?", api_name="/chat"
     )
     assert text.startswith(REPLY)
-    assert "Sources:\n[1] FedSSM — 000_dcbf1b5d2daaeff5.txt #1" in text
+    assert "Sources:\n[1] FedSSM — ICML 2026 · #1 of file 000" in text
 
 
 def test_empty_index_was_built_on_startup_and_nothing_is_public(app):

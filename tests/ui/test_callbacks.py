@@ -59,7 +59,7 @@ def test_answer_streams_then_shows_sources(make_components, llm_server):
     assert answer.startswith(
         "FedSSM predicts training dynamics through decision-aware state space models [[1]](#pc-source-1).")
     assert '<div id="pc-source-1" class="pc-anchor"><div class="pc-card' in final_panel
-    assert "**Sources**" in answer and "[1] FedSSM — `000_dcbf1b5d2daaeff5.txt #1`" in answer
+    assert "**Sources**" in answer and "[1] FedSSM — `ICML 2026 · #1 of file 000`" in answer
     assert "Cited papers (1)" in final_panel and "<mark>" in final_panel
     assert "supported" in final_panel or "weak" in final_panel  # per-claim support shown
     assert "Retrieved but not cited" in final_panel
@@ -334,7 +334,7 @@ def test_api_chat_returns_the_answer_and_its_sources(make_components, llm_server
     components = make_components(llm_base_url=llm_server.base_url)
     text = callbacks.api_chat(components, QUESTION)
     assert text.startswith("FedSSM predicts training dynamics through decision-aware state space models [1].")
-    assert "\n\nSources:\n[1] FedSSM — 000_dcbf1b5d2daaeff5.txt #1" in text
+    assert "\n\nSources:\n[1] FedSSM — ICML 2026 · #1 of file 000" in text
     with pytest.raises(QueryError):
         callbacks.api_chat(components, "  ")
 

@@ -55,7 +55,8 @@ def check(out: dict, *, answer_starts: str, where: str) -> None:
     hits = out["search"].structured_content["hits"]
     fedssm = hits[0]["paper_id"]
     assert fedssm.endswith(FEDSSM) and len(hits) == 3
-    assert out["search"].content[0].text.startswith("1. FedSSM")
+    assert out["search"].content[0].text.startswith(f"1. FedSSM ({where})")  # the readable place, not "file #n"
+    assert f"FedSSM ({where})" in out["paper"].content[0].text
 
     asked = out["ask"].structured_content
     assert [c["paper_id"] for c in asked["citations"]][:1] == [fedssm]
@@ -98,7 +99,7 @@ def test_mcp_over_http_in_the_served_app(served_app):
     served_app.llm.reply = "FedSSM predicts training dynamics with state space models [1]."
     out = asyncio.run(over_http(served_app.url + "mcp", API_KEY))
     check(out, answer_starts="FedSSM predicts training dynamics with state space models [1].",
-          where="000_dcbf1b5d2daaeff5.txt #1")
+          where="ICML 2026 · #1 of file 000")
 
 
 @pytest.mark.parametrize("key", [None, "wrong-key"])
@@ -149,5 +150,5 @@ def test_paperchat_mcp_over_stdio(stdio_index, tmp_path):
     with log.open("w") as errlog:
         out = asyncio.run(asyncio.wait_for(over_stdio(stdio_index, errlog), 120))
     # Extractive answers quote the abstract: FedSSM's sentence about state space models, cited [1].
-    check(out, answer_starts="- FedSSM: We propose FedSSM", where="tiny.jsonl #1")
+    check(out, answer_starts="- FedSSM: We propose FedSSM", where="paperchat · #1 of tiny.jsonl")
     assert "Traceback" not in log.read_text()

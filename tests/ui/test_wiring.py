@@ -43,7 +43,7 @@ def test_chat_api_is_the_only_public_endpoint(launched, llm_server, capsys):
     assert list(info["named_endpoints"]) == ["/chat"] and not info["unnamed_endpoints"]
     text = client.predict(QUESTION, api_name="/chat")
     assert text.startswith("FedSSM selects clients with state space models [1].\n\n"
-                           "Sources:\n[1] FedSSM — 000_dcbf1b5d2daaeff5.txt #1")
+                           "Sources:\n[1] FedSSM — ICML 2026 · #1 of file 000")
     assert client.predict("Which papers detect anomalies with causal graphs?", api_name="/chat")  # stateless
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from rag.answers.pipeline import AnswerPipeline
 from rag.components import Components
 from rag.errors import QueryError, ServerBusy, UnknownModel
+from rag.labels import file_label
 from rag.types import Answer, Turn
 from ui.shared.text import answer_text, describe_answer_writer
 
@@ -24,8 +25,11 @@ DEFAULT_MODEL = "paperchat"
 EXTRACTIVE_MODEL = "paperchat-extractive"
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 SOURCES_HEADINGS = ("\n\nSources:\n", "\n\nNearest papers:\n")
-# "[2] FedSSM — 000_dcbf1b5d2daaeff5.txt #1 (weakly supported)": a line of the sources block (answer_text).
-_SOURCE_LINE = re.compile(r"^\[(\d+)\] .* — (?P<source>.+) #(?P<ordinal>\d+)(?: \(weakly supported\))?$")
+CHECKED_HEADING = "\n\nChecked answer:\n"  # after a streamed answer the check changed (stream_end)
+# "[2] FedSSM — ICML 2026 · #1 of file 000 (weakly supported)": a line of the sources block (answer_text); the
+# file is its label (rag/labels.py). Answers written before labels said "— 000_dcbf1b5d2daaeff5.txt #1".
+_SOURCE_LINE = re.compile(r"^\[(\d+)\] .* — (?:(?:.+ · )?#(?P<ordinal>\d+) of (?P<file>.+?)|"
+                          r"(?P<source>.+) #(?P<number>\d+))(?: \(weakly supported\))?$")
 
 
 @dataclass(frozen=True)
@@ -80,17 +84,23 @@ def message_text(content, where: str) -> str:
 
 
 def split_sources(text: str) -> tuple[str, list[tuple[str, int]]]:
-    """An answer as this server wrote it -> (the answer text, the (source, position) of each listed paper)."""
+    """An answer as this server wrote it -> (the answer text, the (file, position) of each listed paper: the file
+    as its label names it, "file 000", or its name).
+
+    Of a streamed answer followed by its checked text, the answer is the checked text."""
     for heading in SOURCES_HEADINGS:
         head, found, block = text.rpartition(heading)
         if found:
+            head = head.rpartition(CHECKED_HEADING)[2]
             places = []
             for line in block.splitlines():
                 match = _SOURCE_LINE.match(line.strip())
-                if match:
-                    places.append((match["source"], int(match["ordinal"])))
+                if match and match["file"]:
+                    places.append((match["file"], int(match["ordinal"])))
+                elif match:
+                    places.append((match["source"], int(match["number"])))
             return head.strip(), places if heading == SOURCES_HEADINGS[0] else []
-    return text.strip(), []
+    return text.rpartition(CHECKED_HEADING)[2].strip(), []
 
 
 def read_turns(messages, where: str) -> list[tuple[str, str, dict]]:
@@ -129,10 +139,22 @@ def history_of(components: Components, turns: list[tuple[str, str, dict]]) -> li
             papers = list(given)
         elif places:
             if lookup is None:
-                lookup = {(p.source, p.ordinal): p.paper_id for p in components.papers()}
-            papers = [lookup[place] for place in places if place in lookup]
+                lookup = _places(components.papers())
+            papers = [lookup[place] for place in places if lookup.get(place)]
         history.append(Turn("assistant", answer, tuple(papers)))
     return history
+
+
+def _places(papers) -> dict[tuple[str, int], str]:
+    """(file, position) -> paper id, the file by its name and by its label ("file 000"); a label two files
+    share names no paper ("")."""
+    lookup: dict[tuple[str, int], str] = {}
+    for paper in papers:
+        lookup[(paper.source, paper.ordinal)] = paper.paper_id
+        label = (file_label(paper.source), paper.ordinal)
+        if label[0] != paper.source:
+            lookup[label] = "" if lookup.get(label, paper.paper_id) != paper.paper_id else paper.paper_id
+    return lookup
 
 
 def conversation(components: Components, messages, *, where: str = "messages") -> tuple[str, list[Turn]]:
@@ -162,6 +184,23 @@ def sources_tail(answer: Answer) -> str:
     text = answer_text(answer)
     lead = answer.answer.strip()
     return text[len(lead):] if text.startswith(lead) else "\n\n" + text
+
+
+def stream_end(answer: Answer, streamed: str) -> str:
+    """What to send after the ``streamed`` text so that the message ends as :func:`answer_text` does.
+
+    The final text may add to what streamed (a refusal lists the nearest papers): the rest is sent. When the
+    check changed it (a claim re-cited or struck, sources renumbered), the checked answer follows under its
+    own heading: the sources block's numbers are its numbers.
+    """
+    shown, text = streamed.strip(), answer.answer.strip()
+    if text.startswith(shown):
+        rest = text[len(shown):]
+    elif " ".join(shown.split()) == " ".join(text.split()):
+        rest = ""  # only spaces differ (the stream is cleaned piece by piece)
+    else:
+        rest = CHECKED_HEADING + text
+    return rest + sources_tail(answer)
 
 
 def citation_fields(answer: Answer) -> dict:

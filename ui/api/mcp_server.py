@@ -22,7 +22,7 @@ from rag.errors import PaperchatError, QueryError
 from rag.types import Paper, Turn, as_messages
 from ui.api import answers
 from ui.api.answers import AnswerGate
-from ui.shared.text import answer_text, filter_papers, where
+from ui.shared.text import answer_text, filter_papers, place
 
 PAPER_URI = "paper://{paper_id}"
 MAX_LISTED = 500  # papers in one list_papers answer (and listed as resources); a filter narrows the rest
@@ -101,7 +101,7 @@ def _add_paper_tools(server: MCPServer, components: Components, in_turn) -> None
         if not 1 <= k <= MAX_TOP_K:
             raise ToolError(f"k must be from 1 to {MAX_TOP_K}")
         hits = await in_turn(components.retriever.search, query, k)
-        lines = [f"{h.rank}. {h.title} ({where(h.source, h.ordinal)}) id={h.paper_id} score={h.score:.3f}"
+        lines = [f"{h.rank}. {h.title} ({place(h)}) id={h.paper_id} score={h.score:.3f}"
                  for h in hits]
         data = {"query": query, "hits": [{**h.to_dict(), "uri": paper_uri(h.paper_id)} for h in hits]}
         return _result("\n".join(lines) or "no matching papers", data)
@@ -113,17 +113,18 @@ def _add_paper_tools(server: MCPServer, components: Components, in_turn) -> None
         if paper_id not in found:
             raise ToolError(f"no paper with id {paper_id!r}: find ids with search_papers or list_papers")
         paper = found[paper_id]
-        return _result(f"{paper.title} ({where(paper.source, paper.ordinal)})\n\n{paper.abstract}",
+        return _result(f"{paper.title} ({place(paper, components.settings.collection)})\n\n{paper.abstract}",
                        paper_dict(paper))
 
     @server.tool(title="List papers")
     async def list_papers(filter: str = "") -> CallToolResult:
-        """The papers in the index (title, id, source), optionally only those whose title, abstract or file
-        name contain every word of the filter."""
+        """The papers in the index (title, id, source), optionally only those whose title, abstract, authors,
+        venue, year or file name contain every word of the filter."""
         papers = await in_turn(components.papers)
         matching = filter_papers(papers, filter or "")
         shown = matching[:MAX_LISTED]
-        lines = [f"- {p.title} ({where(p.source, p.ordinal)}) id={p.paper_id}" for p in shown]
+        collection = components.settings.collection
+        lines = [f"- {p.title} ({place(p, collection)}) id={p.paper_id}" for p in shown]
         if len(matching) > len(shown):
             lines.append(f"... {len(matching) - len(shown)} more: narrow the filter")
         data = {"total": len(papers), "matching": len(matching),
@@ -151,7 +152,7 @@ def _add_paper_resources(server: MCPServer, components: Components) -> None:
         data = json.dumps(paper_dict(paper), ensure_ascii=False)
         server.add_resource(FunctionResource(
             uri=paper_uri(paper.paper_id), name=paper.paper_id, title=paper.title, mime_type="application/json",
-            description=f"{paper.title} ({where(paper.source, paper.ordinal)})", fn=lambda data=data: data,
+            description=f"{paper.title} ({place(paper, components.settings.collection)})", fn=lambda data=data: data,
         ))
 
 

@@ -277,11 +277,7 @@ class ChatAPI:
                     log.warning("unexpected pipeline event %r", type(event).__name__)
             if final is None:
                 raise RuntimeError("the pipeline ended without a final answer")
-            shown = "".join(streamed).strip()
-            text = final.answer.strip()
-            # The final text may add to what streamed (a refusal lists the nearest papers): send the rest.
-            rest = text[len(shown):] if text.startswith(shown) else ""
-            yield _chunk(ident, created, model, {"content": rest + answers.sources_tail(final)})
+            yield _chunk(ident, created, model, {"content": answers.stream_end(final, "".join(streamed))})
             yield _chunk(ident, created, model, {}, "stop", **answers.citation_fields(final))
             yield DONE
         except (anyio.get_cancelled_exc_class(), GeneratorExit):

@@ -10,12 +10,22 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rag.components import Components, SessionSettings
+from rag.labels import place_label
 from rag.redact import redact_url
-from rag.types import Answer, Paper
+from rag.types import Answer, Citation, Paper
 
 
-def where(source: str, ordinal: int) -> str:
-    return f"{source} #{ordinal}"
+def place(item, collection: str = "") -> str:
+    """Where a paper is, as a reader reads it: "ICML 2026 · #5 of file 002" (rag/labels.py), for a ``Hit`` (it
+    knows the collection it was found in), a ``Paper`` (``collection``: the index's) or a ``Citation``."""
+    found_in = getattr(item, "collection", "") or collection
+    return place_label(item.source, item.ordinal, venue=getattr(item, "venue", ""), collection=found_in)
+
+
+def cited_place(answer: Answer, citation: Citation) -> str:
+    """The place of a cited paper, from the source it cites (which carries the venue and collection)."""
+    hit = next((h for h in answer.sources if h.paper_id == citation.paper_id), None)
+    return place(hit if hit is not None else citation)
 
 
 def answer_text(answer: Answer) -> str:
@@ -28,11 +38,11 @@ def answer_text(answer: Answer) -> str:
         lines.append("Sources:")
         for c in answer.citations:
             weak = " (weakly supported)" if c.weak else ""
-            lines.append(f"[{c.marker}] {c.title} — {where(c.source, c.ordinal)}{weak}")
+            lines.append(f"[{c.marker}] {c.title} — {cited_place(answer, c)}{weak}")
     elif answer.sources:
         lines.append("")
         lines.append("Nearest papers:")
-        lines.extend(f"- {h.title} — {where(h.source, h.ordinal)}" for h in answer.sources[:3])
+        lines.extend(f"- {h.title} — {place(h)}" for h in answer.sources[:3])
     return "\n".join(lines)
 
 
@@ -63,13 +73,15 @@ def query_words(query: str) -> list[str]:
 
 
 def filter_papers(papers: Iterable[Paper], query: str) -> list[Paper]:
-    """Papers whose title, abstract or source contain every word of ``query`` (case-insensitive)."""
+    """Papers whose title, abstract, authors, venue, year or source contain every word of ``query``
+    (case-insensitive): "kingma adam" finds the Adam paper by its author and title."""
     words = query_words(query)
     if not words:
         return list(papers)
     found = []
     for paper in papers:
-        haystack = f"{paper.title}\n{paper.abstract}\n{paper.source}".lower()
+        year = "" if paper.year is None else str(paper.year)
+        haystack = "\n".join([paper.title, paper.abstract, *paper.authors, paper.venue, year, paper.source]).lower()
         if all(word in haystack for word in words):
             found.append(paper)
     return found

@@ -16,7 +16,7 @@ from rag.answers.citations import highlight_spans
 from rag.labels import metadata_line, place_label
 from rag.plain_text import readable
 from rag.types import Answer, Hit, Paper
-from ui.shared.text import AnswerNotes, query_words, where
+from ui.shared.text import AnswerNotes, cited_place, query_words
 
 EXAMPLE_QUESTIONS = [
     "Which papers use state-space models for client selection?",
@@ -123,7 +123,7 @@ def answer_markdown(answer: Answer) -> str:
         lines = ["**Sources**"]
         for c in answer.citations:
             weak = " · ⚠ weakly supported" if c.weak else ""
-            lines.append(f"[{c.marker}] {chat_text(c.title)} — {code_span(where(c.source, c.ordinal))}{weak}")
+            lines.append(f"[{c.marker}] {chat_text(c.title)} — {code_span(cited_place(answer, c))}{weak}")
         parts.append("  \n".join(lines))
     return "\n\n".join(parts)
 
