@@ -12,6 +12,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from ui.cli.answers import cmd_ask, cmd_chat, cmd_mcp
+from ui.cli.corpus import cmd_related, cmd_topics
 from ui.cli.doctor import cmd_doctor
 from ui.cli.evaluate import cmd_eval
 from ui.cli.index import cmd_ingest, cmd_stats
@@ -70,6 +71,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stats", help="what the index holds")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("topics", help="the corpus's topics: papers grouped by meaning, each with its distinctive words")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_topics)
+
+    p = sub.add_parser("related", help="the papers nearest to a paper, with what they share")
+    p.add_argument("paper_id", help="a paper's id, as `search --json` prints it (paper_id)")
+    p.add_argument("--k", type=int, default=None, help="papers to list (default: 5)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_related)
 
     p = sub.add_parser("eval", help="measure retrieval on a question file or a BEIR dataset")
     p.add_argument("file", nargs="?", help="questions with gold papers (format of data/eval/dev.jsonl)")
