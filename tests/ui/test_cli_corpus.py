@@ -9,6 +9,7 @@ import re
 import pytest
 
 from rag.corpus.load import load_corpus
+from rag.exports.papers import CSV_COLUMNS
 from tests.conftest import BUNDLED_CORPUS, FakeEmbedder
 from ui.cli.main import main
 
@@ -104,3 +105,77 @@ def test_topics_on_the_bundled_corpus_as_a_user_runs_it(bundled_index):
     related = run(["related", "000_dcbf1b5d2daaeff5.txt#1", "--json", "--k", "3"], bundled_index)
     assert related.returncode == 0, related.stderr
     assert json.loads(related.stdout)["related"][0]["title"] == "FedVPA-GP"  # the other federated-learning paper
+
+
+# --- export, filters, ask --markdown ------------------------------------------------------------------------
+
+
+def test_export_all_as_csv_to_a_file(cli, tmp_path):
+    import csv
+
+    target = tmp_path / "papers.csv"
+    code, out, err = cli("export", "all", "-o", str(target))
+    assert code == 0 and out == "" and f"wrote 76 paper(s) to {target} (csv)" in err
+    rows = list(csv.DictReader(target.open(encoding="utf-8")))
+    assert sorted(r["paper_id"] for r in rows) == sorted(abstracts())
+    assert {r["venue"] for r in rows} == {"ICML 2026"} and {r["year"] for r in rows} == {"2026"}
+
+
+def test_export_a_topic_as_bibtex(cli):
+    from tests.rag.test_exports import parse_bibtex
+
+    _, topics, _ = cli("topics", "--json")
+    second = json.loads(topics)["topics"][1]
+    code, out, err = cli("export", "--topic", "2", "--format", "bibtex")
+    assert code == 0, err
+    entries = parse_bibtex(out)
+    assert [fields["title"] for _kind, _key, fields in entries] == [p["title"] for p in second["papers"]]
+    assert len({key for _kind, key, _f in entries}) == len(entries)
+
+
+def test_export_a_search_with_filters(cli):
+    import csv
+    import io
+
+    code, out, _ = cli("export", "--query", "federated learning clients", "--k", "2")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and len(rows) == 2
+    code, out, err = cli("export", "--query", "federated learning clients", "--source", "003_8199ee2742a631b5.txt")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and rows and {r["source"] for r in rows} == {"003_8199ee2742a631b5.txt"}
+    code, out, err = cli("export", "--where", "year>=2027")
+    assert code == 0 and out.strip() == ",".join(CSV_COLUMNS)  # the header only
+    assert "no paper matches" in err
+
+
+def test_search_keeps_only_the_hits_that_pass_the_filters(cli):
+    code, out, err = cli("search", "federated learning", "--json", "--k", "3", "--where", "title~fed",
+                         "--source", "002_735305cd7294d037.txt")
+    assert code == 0, err
+    hits = json.loads(out)["hits"]
+    assert [h["title"] for h in hits] == ["Fed-Kalter"] and hits[0]["rank"] == 1
+    code, out, _ = cli("search", "federated learning", "--json", "--k", "3", "--where", "title~e")
+    hits = json.loads(out)["hits"]
+    assert len(hits) == 3 and all("e" in h["title"].lower() for h in hits) and [h["rank"] for h in hits] == [1, 2, 3]
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["export", "--where", "yeer>=2024"], "unknown filter field 'yeer'"),
+    (["search", "federated", "--where", "year~20"], "the field 'year' takes a year"),
+    (["export", "--source", "nope.txt"], "no paper in the index comes from 'nope.txt'; its files: 000_"),
+    (["export", "--topic", "99"], "no topic 99: the index has topics 1 to 6"),
+])
+def test_bad_export_and_filter_input_is_one_line(cli, argv, says):
+    code, out, err = cli(*argv)
+    assert code != 0 and out == "" and says in err and err.strip().count("\n") == 0
+
+
+def test_ask_markdown_links_markers_to_references(cli):
+    from markdown_it import MarkdownIt
+
+    code, out, err = cli("ask", "which papers work on federated learning?", "--extractive", "--markdown")
+    assert code == 0, err
+    html = MarkdownIt("commonmark").render(out)
+    linked = set(re.findall(r'<a href="#ref-(\d+)">', html))
+    assert linked and all(f'<a id="ref-{n}"></a>' in html for n in linked)
+    assert out.startswith("# which papers work on federated learning?") and "## References" in out

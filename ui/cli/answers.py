@@ -7,6 +7,7 @@ import json
 import sys
 
 from rag.errors import LLMError, QueryError
+from rag.exports.markdown import answer_markdown
 from rag.plain_text import readable
 from rag.retrieval.retriever import validate_question
 from rag.text import say, terminal_safe
@@ -111,6 +112,9 @@ def cmd_ask(args) -> int:
             return 0
         if args.json:
             show_json(json.dumps(pipeline.answer(question, k=args.k).to_dict(), ensure_ascii=False))
+            return 0
+        if args.markdown:
+            show(answer_markdown(pipeline.answer(question, k=args.k), collection=components.settings.collection))
             return 0
         show_sources(stream_answer(pipeline, question, k=args.k))
         return 0
