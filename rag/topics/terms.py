@@ -28,6 +28,24 @@ _ABSTRACT_WORDS_TEXT = (
     "including enable enables however while across further furthermore code available github com https http"
 )
 _ABSTRACT_WORDS = frozenset(_ABSTRACT_WORDS_TEXT.split())
+# English function words (kept here: importing scikit-learn's list costs seconds on a cold start).
+_ENGLISH_STOP_WORDS = (
+    "about above after again against all almost alone along already also although always among amongst and another "
+    "any anyhow anyone anything anyway anywhere are around as at back be became because become becomes becoming been "
+    "before beforehand behind being below beside besides between beyond both but by can cannot could did do does doing "
+    "done down due during each either else elsewhere enough etc even ever every everyone everything everywhere except "
+    "few first for former formerly from full get give go had has have having he hence her here hereby herein hers "
+    "herself him himself his how however i if in indeed into is it its itself just last latter least less made many "
+    "may me meanwhile might more moreover most mostly much must my myself namely neither never nevertheless next no "
+    "nobody none nor not nothing now nowhere of off often on once one only onto or other others otherwise our ours "
+    "ourselves out over own per perhaps rather re same see seem seemed seeming seems several she should since so some "
+    "somehow someone something sometime sometimes somewhere still such than that the their theirs them themselves then "
+    "thence there thereafter thereby therefore therein thereupon these they this those though through throughout thru "
+    "thus to together too toward towards under until up upon us very via was we well were what whatever when whence "
+    "whenever where whereas whereby wherein whether which while who whoever whole whom whose why will with within "
+    "without would yet you your yours yourself yourselves two three four five six ten can't cannot don't doesn't "
+    "isn't aren't won't within e.g i.e et al vs"
+)
 MIN_WORD_LENGTH = 3
 
 
@@ -50,9 +68,7 @@ class WordCounter:
 
     @cached_property
     def _stop_words(self) -> frozenset[str]:
-        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-        return frozenset(ENGLISH_STOP_WORDS) | _ABSTRACT_WORDS
+        return frozenset(_ENGLISH_STOP_WORDS.split()) | _ABSTRACT_WORDS
 
     def words(self, text: str) -> list[str]:
         stop = self._stop_words
