@@ -64,7 +64,7 @@ def test_corpus_text_is_escaped_in_the_list_and_the_card(tiny):
 def test_a_card_shows_the_paper_and_its_related_papers(tiny):
     card = papers_map.paper_card_html(tiny, "000_dcbf1b5d2daaeff5.txt#1")
     assert '<div class="pc-card-title">FedSSM' in card and "ICML 2026 · #1 of file 000" in card
-    related = re.findall(r"<li>(.*?) <span class=\"pc-where\">— (similarity [^<]*)</span></li>", card)
+    related = re.findall(r"<li>(.*?) <span class=\"pc-authors\">— (similarity [^<]*)</span></li>", card)
     assert len(related) == 5 and all("topic" in shares for _title, shares in related)
     assert {title for title, _ in related} <= {p.title.replace("<", "&lt;").replace(">", "&gt;") for p in tiny.papers()}
     assert "FedSSM" not in {title for title, _ in related}

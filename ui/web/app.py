@@ -150,7 +150,7 @@ def _papers_tab() -> dict:
     with gr.Tab("Papers", id="papers"):
         with gr.Row(equal_height=False):
             paper_map = gr.ScatterPlot(
-                x="x", y="y", color="topic", tooltip=["title", "about"], x_title="map x", y_title="map y", height=460,
+                **papers_map.MAP_PLOT,
                 label="Map of the papers, coloured by topic: drag across it to open the paper there",
                 show_label=True, scale=3, elem_id="pc-map",
             )

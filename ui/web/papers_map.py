@@ -29,6 +29,9 @@ FIRST_SENTENCE_CHARS = 180
 MAP_COLUMNS = ("x", "y", "topic", "title", "about", "paper_id")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(])")
 _WEB_LINK = re.compile(r"^https?://", re.IGNORECASE)
+# The map's plot settings (gr.ScatterPlot's keyword arguments), shared by the app and bench/map_render.py.
+MAP_PLOT = {"x": "x", "y": "y", "color": "topic", "tooltip": ["title", "about"], "x_title": "map x",
+            "y_title": "map y"}
 CARD_PLACEHOLDER = '<div class="pc-empty">Select a stretch of the map (drag across it) to open the paper there.</div>'
 
 CSS = """
@@ -140,7 +143,7 @@ def papers_list_html(components, query: str = "", topic: int | None = ALL_TOPICS
 
 
 def paper_card_html(components, paper_id: str) -> str:
-    """A paper's card: title, topic, metadata, abstract, and its related papers with what they share."""
+    """A paper's card: title, topic, metadata, its related papers with what they share, and its abstract."""
     try:
         papers = components.papers()
         topic_map = components.topics()
@@ -151,13 +154,13 @@ def paper_card_html(components, paper_id: str) -> str:
     paper = next(p for p in papers if p.paper_id == paper_id)
     topic = topic_map.topic(topic_map.paper_topic.get(paper_id, -1))
     tag = f' <span class="pc-badge pc-topic">topic {esc(topic_name(topic))}</span>' if topic else ""
-    items = "".join(f"<li>{esc(r.paper.title)} <span class=\"pc-where\">— {esc(r.shares)}</span></li>" for r in related)
+    items = "".join(f'<li>{esc(r.paper.title)} <span class="pc-authors">— {esc(r.shares)}</span></li>'
+                    for r in related)
     return (
         f'<div class="pc-card pc-map-card"><div class="pc-card-title">{esc(paper.title)}{tag}</div>'
         f'<div class="pc-meta">{_meta(paper, components.settings.collection)}</div>'
-        f'<p class="pc-abstract-text">{esc(readable(paper.abstract))}</p>'
         + (f'<div class="pc-related"><b>Related:</b><ul>{items}</ul></div>' if items else "")
-        + "</div>"
+        + f'<p class="pc-abstract-text">{esc(readable(paper.abstract))}</p></div>'
     )
 
 
