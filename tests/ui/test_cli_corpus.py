@@ -170,6 +170,7 @@ def test_search_keeps_only_the_hits_that_pass_the_filters(cli):
     (["search", "federated", "--where", "year~20"], "the field 'year' takes a year"),
     (["export", "--source", "nope.txt"], "no paper in the index comes from 'nope.txt'; its files: 000_"),
     (["export", "--topic", "99"], "no topic 99: the index has topics 1 to 6"),
+    (["ask", "--batch", "-", "--markdown"], "--markdown writes one answer"),
 ])
 def test_bad_export_and_filter_input_is_one_line(cli, argv, says):
     code, out, err = cli(*argv)

@@ -94,6 +94,8 @@ def _say_notice(components) -> None:
 def cmd_ask(args) -> int:
     if not args.batch and not args.question:
         raise QueryError("give a question, e.g. paperchat ask \"what did the MA-RAG authors evaluate on?\"")
+    if args.batch and args.markdown:
+        raise QueryError("--markdown writes one answer: ask one question, or use --batch alone (JSON lines)")
     question = None if args.batch else question_arg(args.question)
     with components_from_args(args) as components:
         if question is not None:  # a bad question is said before anything is built or announced
