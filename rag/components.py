@@ -189,6 +189,14 @@ class Components:
                 self._papers = (generation, papers)
             return self._papers[1]
 
+    def topics(self):
+        """The papers' topics and map (rag/topics), saved per index generation."""
+        from rag.topics.index import TopicIndex
+        from store.layout import topics_dir
+
+        index = self._part("topics", lambda: TopicIndex(topics_dir(self.settings.lexical_dir)))
+        return index.current(self.store.generation(), self.retriever, self.papers)
+
     def warm_up(self) -> None:
         """Load the embedder and the retriever's tables now, so the first question is not slow."""
         with self._lock:

@@ -7,8 +7,9 @@ the benchmarks agree::
     <data_dir>/lexical/<name>/             BM25 over chunks: bm25/, ids.json, titles.json, state.json
     <data_dir>/lexical/<name>@papers/      BM25 over whole papers (same files)
     <data_dir>/lexical/<name>@vectors/     every stored vector: <array>.npy, ids.json, state.json
+    <data_dir>/lexical/<name>@topics/      the papers' topics and map (rag/topics): topics.json, state.json
 
-The BM25 folders and the vector table are derived data: each ``state.json`` records the store's
+The BM25 folders, the vector table and the topics are derived data: each ``state.json`` records the store's
 ``generation`` it was built at and its format number; a copy of another format is rebuilt.
 """
 
@@ -22,15 +23,18 @@ LOCK_FILE = "ingest.lock"
 PAPERS_SUFFIX = "-papers"  # the papers collection beside the chunks collection
 PAPERS_LEXICAL_SUFFIX = "@papers"
 VECTORS_SUFFIX = "@vectors"
+TOPICS_SUFFIX = "@topics"
 
 STATE_FILE = "state.json"
 IDS_FILE = "ids.json"
 TITLES_FILE = "titles.json"
+TOPICS_FILE = "topics.json"
 BM25_FOLDER = "bm25"
 VECTOR_ARRAYS = ("chunks", "profiles", "norms", "chunk_weights", "starts")
 
 LEXICAL_FORMAT = 2  # 2: titles.json beside the index
 VECTORS_FORMAT = 1
+TOPICS_FORMAT = 1
 
 
 def chroma_dir(data_dir: Path) -> Path:
@@ -51,6 +55,11 @@ def papers_lexical_dir(lexical_folder: Path) -> Path:
 def vectors_dir(lexical_folder: Path) -> Path:
     """The vector table, beside the chunks' BM25 index."""
     return lexical_folder.with_name(lexical_folder.name + VECTORS_SUFFIX)
+
+
+def topics_dir(lexical_folder: Path) -> Path:
+    """The topics and the map of the papers, beside the chunks' BM25 index."""
+    return lexical_folder.with_name(lexical_folder.name + TOPICS_SUFFIX)
 
 
 def papers_collection(collection: str) -> str:

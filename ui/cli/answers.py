@@ -7,6 +7,7 @@ import json
 import sys
 
 from rag.errors import LLMError, QueryError
+from rag.exports.markdown import answer_markdown
 from rag.plain_text import readable
 from rag.retrieval.retriever import validate_question
 from rag.text import say, terminal_safe
@@ -93,6 +94,8 @@ def _say_notice(components) -> None:
 def cmd_ask(args) -> int:
     if not args.batch and not args.question:
         raise QueryError("give a question, e.g. paperchat ask \"what did the MA-RAG authors evaluate on?\"")
+    if args.batch and args.markdown:
+        raise QueryError("--markdown writes one answer: ask one question, or use --batch alone (JSON lines)")
     question = None if args.batch else question_arg(args.question)
     with components_from_args(args) as components:
         if question is not None:  # a bad question is said before anything is built or announced
@@ -111,6 +114,9 @@ def cmd_ask(args) -> int:
             return 0
         if args.json:
             show_json(json.dumps(pipeline.answer(question, k=args.k).to_dict(), ensure_ascii=False))
+            return 0
+        if args.markdown:
+            show(answer_markdown(pipeline.answer(question, k=args.k), collection=components.settings.collection))
             return 0
         show_sources(stream_answer(pipeline, question, k=args.k))
         return 0

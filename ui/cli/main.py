@@ -12,14 +12,23 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from ui.cli.answers import cmd_ask, cmd_chat, cmd_mcp
+from ui.cli.corpus import cmd_related, cmd_topics
 from ui.cli.doctor import cmd_doctor
 from ui.cli.evaluate import cmd_eval
+from ui.cli.exports import cmd_export
 from ui.cli.index import cmd_ingest, cmd_stats
 from ui.cli.search import cmd_prompt, cmd_search
 from ui.serve import add_serve_arguments
 from ui.shared.commands import run_command
 
 DESCRIPTION = "Ask questions about research papers from their abstracts, with citations."
+
+
+def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--where", action="append", metavar="FILTER",
+                        help="keep papers whose FIELD OP VALUE holds, e.g. year>=2024 or author~Bengio (fields: "
+                             "year, venue, author, source, title; ops: = != < <= > >= ~ for contains); repeatable")
+    parser.add_argument("--source", metavar="FILE", help="keep papers from this corpus file")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,12 +45,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, default=None, help="papers to return (default: PAPERCHAT_TOP_K)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--batch", metavar="FILE", help="JSON Lines file with a 'question' per line ('-': stdin)")
+    add_filter_arguments(p)
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("ask", help="answer a question from the abstracts, with citations")
     p.add_argument("question", nargs="*", help="the question ('-': read it from stdin)")
     p.add_argument("--k", type=int, default=None, help="papers to consult (default: PAPERCHAT_TOP_K)")
-    p.add_argument("--json", action="store_true", help="print the answer as JSON")
+    answer_format = p.add_mutually_exclusive_group()
+    answer_format.add_argument("--json", action="store_true", help="print the answer as JSON")
+    answer_format.add_argument("--markdown", action="store_true",
+                               help="print the answer and its references as Markdown ([n] link to the references)")
     p.add_argument("--batch", metavar="FILE", help="JSON Lines: a 'question' (and optional 'history') per line")
     p.add_argument("--extractive", action="store_true", help="no LLM: answer with cited sentences")
     p.set_defaults(func=cmd_ask)
@@ -70,6 +83,27 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stats", help="what the index holds")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("topics", help="the corpus's topics: papers grouped by meaning, each with its distinctive words")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_topics)
+
+    p = sub.add_parser("related", help="the papers nearest to a paper, with what they share")
+    p.add_argument("paper_id", help="a paper's id, as `search --json` prints it (paper_id)")
+    p.add_argument("--k", type=int, default=None, help="papers to list (default: 5)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_related)
+
+    p = sub.add_parser("export", help="a paper list (a topic, a search or all papers) as CSV or BibTeX")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("all", nargs="?", choices=["all"], help="every paper (the default)")
+    what.add_argument("--topic", type=int, metavar="N", help="the papers of topic N (`paperchat topics` lists them)")
+    what.add_argument("--query", metavar="Q", help="the papers a search for Q finds")
+    p.add_argument("--k", type=int, default=None, help="with --query: papers to keep (default: PAPERCHAT_TOP_K)")
+    p.add_argument("--format", choices=["csv", "bibtex"], default="csv", help="csv (default) or bibtex")
+    add_filter_arguments(p)
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: print)")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("eval", help="measure retrieval on a question file or a BEIR dataset")
     p.add_argument("file", nargs="?", help="questions with gold papers (format of data/eval/dev.jsonl)")

@@ -9,9 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rag.errors import QueryError
+from rag.exports.filters import parse_filters
 from rag.labels import metadata_line
 from rag.plain_text import readable
 from rag.text import clean_input, say
+from ui.cli.filtering import filtered_search
 from ui.cli.output import read_line, show, show_json
 from ui.shared.commands import components_from_args
 
@@ -68,19 +70,24 @@ def _show_hits(hits) -> None:
 
 
 def cmd_search(args) -> int:
+    filters = parse_filters(args.where, args.source)  # a bad filter is said before anything is built
     components = components_from_args(args)
     components.ensure_index()
     retriever = components.retriever
     if args.batch:
         rows = read_batch(args.batch)
-        results = retriever.search_many([r["question"] for r in rows], args.k)
+        if filters:
+            k = args.k or components.settings.top_k
+            results = [filtered_search(components, r["question"], k, filters) for r in rows]
+        else:
+            results = retriever.search_many([r["question"] for r in rows], args.k)
         for row, hits in zip(rows, results, strict=True):
             show_json(batch_line(row, {"query": row["question"], "hits": [h.to_dict() for h in hits]}))
         return 0
     if not args.question:
         raise QueryError("give a question, e.g. paperchat search \"state space models for client selection\"")
     question = question_arg(args.question)
-    hits = retriever.search(question, args.k)
+    hits = filtered_search(components, question, args.k or components.settings.top_k, filters)
     if args.json:
         show_json(json.dumps({"query": question, "hits": [h.to_dict() for h in hits]}, ensure_ascii=False))
     else:

@@ -18,9 +18,10 @@ import gradio as gr
 from rag.components import MAX_TOP_K, Components, SessionSettings
 from rag.errors import ConfigError, PaperchatError
 from rag.text import say
-from ui.web import callbacks, render
+from ui.web import callbacks, papers_map, render
 from ui.web.callbacks import ChatSession
 from ui.web.intro import intro_for
+from ui.web.takeaway import LastAnswer, markdown_file, recording
 
 DEFAULT_HOST = "127.0.0.1"
 CONCURRENCY = 4  # answers written at once; more wait in the queue
@@ -64,7 +65,12 @@ class _Widgets:
     new: gr.Button
     notice: gr.Markdown
     sources: gr.HTML
+    download: gr.DownloadButton
+    last_answer: gr.State
     paper_filter: gr.Textbox
+    topic_filter: gr.Dropdown
+    paper_map: gr.ScatterPlot
+    card: gr.HTML
     papers: gr.HTML
     base_url: gr.Textbox
     model: gr.Dropdown
@@ -83,10 +89,10 @@ def build_app(components: Components) -> gr.Blocks:
         status_line = gr.Markdown("**Index:** …", elem_classes="pc-status", elem_id="pc-status")
         with gr.Tabs():
             chat = _chat_tab(intro.examples)
-            paper_filter, papers = _papers_tab()
+            papers_tab = _papers_tab()
             panel = _settings_tab(defaults)
-        ui = _Widgets(demo=demo, session=gr.State(ChatSession()), status_line=status_line, paper_filter=paper_filter,
-                      papers=papers, **chat, **panel)
+        ui = _Widgets(demo=demo, session=gr.State(ChatSession()), last_answer=gr.State(LastAnswer()),
+                      status_line=status_line, **papers_tab, **chat, **panel)
         _wire_chat(components, ui)
         _wire_settings(components, ui)
         _wire_papers(components, ui)
@@ -129,21 +135,35 @@ def _chat_tab(examples: list[str]) -> dict:
                 stop = gr.Button("■ Stop", variant="stop", size="sm", scale=0, min_width=96, elem_id="pc-stop",
                                  visible=False)
                 new = gr.Button("+ New chat", size="sm", scale=0, min_width=120, elem_id="pc-new")
+                # Shown once the session has a finished answer: that answer and its references as Markdown.
+                download = gr.DownloadButton("⤓ Download Markdown", size="sm", scale=0, min_width=180,
+                                             elem_id="pc-download", visible=False)
         with gr.Column(scale=2):
             gr.Markdown("### Sources")
             sources = gr.HTML(render.SOURCES_PLACEHOLDER, elem_id="pc-sources-panel", js_on_load=None,
                               max_height=640)
     return {"chatbot": chatbot, "question": question, "ask": ask, "stop": stop, "new": new, "notice": notice,
-            "sources": sources}
+            "sources": sources, "download": download}
 
 
-def _papers_tab() -> tuple[gr.Textbox, gr.HTML]:
+def _papers_tab() -> dict:
     with gr.Tab("Papers", id="papers"):
-        paper_filter = gr.Textbox(
-            label="Filter", placeholder="keywords in the title, abstract or file name", elem_id="pc-filter"
-        )
+        with gr.Row(equal_height=False):
+            paper_map = gr.ScatterPlot(
+                **papers_map.MAP_PLOT,
+                label="Map of the papers, coloured by topic: drag across it to open the paper there",
+                show_label=True, scale=3, elem_id="pc-map",
+            )
+            card = gr.HTML(papers_map.CARD_PLACEHOLDER, elem_id="pc-map-card", js_on_load=None, max_height=520,
+                           scale=2)
+        with gr.Row():
+            paper_filter = gr.Textbox(label="Filter", placeholder="keywords in the title, abstract or file name",
+                                      elem_id="pc-filter", scale=3)
+            topic_filter = gr.Dropdown(label="Topic", choices=[("All topics", papers_map.ALL_TOPICS)],
+                                       value=papers_map.ALL_TOPICS, scale=2, elem_id="pc-topic-filter")
         papers = gr.HTML(render.message_html("Loading the papers…"), elem_id="pc-papers", js_on_load=None)
-    return paper_filter, papers
+    return {"paper_filter": paper_filter, "topic_filter": topic_filter, "paper_map": paper_map, "card": card,
+            "papers": papers}
 
 
 def _settings_tab(defaults: SessionSettings) -> dict:
@@ -178,9 +198,10 @@ def _settings_tab(defaults: SessionSettings) -> dict:
 
 
 def _wire_chat(components: Components, ui: _Widgets) -> None:
-    def answer_question(text: str, state: ChatSession, *raw) -> Iterator[tuple]:
+    def answer_question(text: str, state: ChatSession, last: LastAnswer, *raw) -> Iterator[tuple]:
         first, stop_shown, panel_shown = True, None, None
-        for current in callbacks.respond(components, text, state, callbacks.session_settings(*raw)):
+        answering = recording(components, last)  # notes the final answer for "Download Markdown"
+        for current in callbacks.respond(answering, text, state, callbacks.session_settings(*raw)):
             # A question that was not taken stays in the box, with the reason under it.
             box = "" if first and not current.notice else gr.skip()
             notice = f"⚠ {current.notice}" if current.notice else ""
@@ -194,18 +215,28 @@ def _wire_chat(components: Components, ui: _Widgets) -> None:
             yield current.messages, panel, current, box, notice, stop
             first = False
 
-    def chat_example(state: ChatSession, url_, model_, key_, k_, t_, extractive_, evt: gr.SelectData):
+    def chat_example(state: ChatSession, last: LastAnswer, url_, model_, key_, k_, t_, extractive_,
+                     evt: gr.SelectData):
         value = evt.value if isinstance(evt.value, dict) else {"text": str(evt.value or "")}
-        yield from answer_question(value.get("text", ""), state, url_, model_, key_, k_, t_, extractive_)
+        yield from answer_question(value.get("text", ""), state, last, url_, model_, key_, k_, t_, extractive_)
 
     chat_outputs = [ui.chatbot, ui.sources, ui.session, ui.question, ui.notice, ui.stop]
     answering = {"concurrency_limit": CONCURRENCY, "concurrency_id": "answer", "show_progress_on": [ui.chatbot],
                  **PRIVATE}
     events = [
-        ui.question.submit(answer_question, [ui.question, ui.session, *ui.settings_inputs], chat_outputs, **answering),
-        ui.ask.click(answer_question, [ui.question, ui.session, *ui.settings_inputs], chat_outputs, **answering),
-        ui.chatbot.example_select(chat_example, [ui.session, *ui.settings_inputs], chat_outputs, **answering),
+        ui.question.submit(answer_question, [ui.question, ui.session, ui.last_answer, *ui.settings_inputs],
+                           chat_outputs, **answering),
+        ui.ask.click(answer_question, [ui.question, ui.session, ui.last_answer, *ui.settings_inputs], chat_outputs,
+                     **answering),
+        ui.chatbot.example_select(chat_example, [ui.session, ui.last_answer, *ui.settings_inputs], chat_outputs,
+                                  **answering),
     ]
+
+    def offer_download(last: LastAnswer):
+        path = markdown_file(last, components.settings.collection)
+        return gr.DownloadButton(value=str(path) if path else None, visible=path is not None)
+    for event in events:
+        event.then(offer_download, [ui.last_answer], [ui.download], queue=False, **PRIVATE)
 
     def do_stop(state: ChatSession):
         state = callbacks.stop(state)
@@ -218,12 +249,13 @@ def _wire_chat(components: Components, ui: _Widgets) -> None:
     ui.stop.click(do_stop, [ui.session], [ui.chatbot, ui.sources, ui.session, ui.stop], cancels=events, queue=False,
                   **PRIVATE).then(show_stopped, [ui.session], [ui.chatbot, ui.sources], queue=False, **PRIVATE)
 
-    def do_new(state: ChatSession):
+    def do_new(state: ChatSession, last: LastAnswer):
         fresh = callbacks.new_chat(state)
-        return fresh.messages, fresh.panel, fresh, "", "", gr.Button(visible=False)
-    new_outputs = [ui.chatbot, ui.sources, ui.session, ui.question, ui.notice, ui.stop]
-    ui.new.click(do_new, [ui.session], new_outputs, cancels=events, queue=False, **PRIVATE)
-    ui.chatbot.clear(do_new, [ui.session], new_outputs, cancels=events, queue=False, **PRIVATE)
+        last.answer = None
+        return fresh.messages, fresh.panel, fresh, "", "", gr.Button(visible=False), gr.DownloadButton(visible=False)
+    new_outputs = [ui.chatbot, ui.sources, ui.session, ui.question, ui.notice, ui.stop, ui.download]
+    ui.new.click(do_new, [ui.session, ui.last_answer], new_outputs, cancels=events, queue=False, **PRIVATE)
+    ui.chatbot.clear(do_new, [ui.session, ui.last_answer], new_outputs, cancels=events, queue=False, **PRIVATE)
 
     def do_select(state: ChatSession, evt: gr.SelectData):
         return callbacks.select_message(state, evt.index)
@@ -249,11 +281,24 @@ def _wire_settings(components: Components, ui: _Widgets) -> None:
 
 
 def _wire_papers(components: Components, ui: _Widgets) -> None:
-    def do_papers(query: str):
-        return callbacks.search_papers(components, query)
+    def do_papers(query: str, topic):
+        return papers_map.papers_list_html(components, query, topic)
 
-    ui.paper_filter.change(do_papers, [ui.paper_filter], [ui.papers], trigger_mode="always_last", **PRIVATE)
-    ui.demo.load(do_papers, [ui.paper_filter], [ui.papers], **PRIVATE)
+    def do_load(query: str, topic):
+        try:
+            frame, choices = papers_map.map_frame(components), papers_map.topic_choices(components)
+        except PaperchatError:  # the list says what is wrong
+            frame, choices = None, [("All topics", papers_map.ALL_TOPICS)]
+        return frame, gr.Dropdown(choices=choices), do_papers(query, topic)
+
+    def do_select(topic, evt: gr.SelectData):
+        return papers_map.select_on_map(components, papers_map.map_frame(components), evt.index, topic)
+
+    listing = [ui.paper_filter, ui.topic_filter]
+    ui.paper_filter.change(do_papers, listing, [ui.papers], trigger_mode="always_last", **PRIVATE)
+    ui.topic_filter.change(do_papers, listing, [ui.papers], **PRIVATE)
+    ui.paper_map.select(do_select, [ui.topic_filter], [ui.card], **PRIVATE)
+    ui.demo.load(do_load, listing, [ui.paper_map, ui.topic_filter, ui.papers], **PRIVATE)
 
 
 def _add_chat_api(components: Components) -> None:
@@ -327,7 +372,8 @@ def launch(demo: gr.Blocks, settings, *, host: str | None = None, port: int | No
         server_name=host, server_port=port, share=bool(share), auth=auth, inbrowser=open_browser,
         prevent_thread_lock=True, quiet=True, show_error=False, ssr_mode=False, mcp_server=False,
         run_history=False,  # it would keep every event's inputs, the API key too, in the browser
-        enable_monitoring=False, footer_links=["api", "settings"], css=render.CSS, theme=gr.themes.Soft(),
+        enable_monitoring=False, footer_links=["api", "settings"], css=render.CSS + papers_map.CSS,
+        theme=gr.themes.Soft(),
         head=MARKER_SCRIPT, **extra,
     )
     say(f"open {local_url}" + (f" (public link: {share_url})" if share_url else "") + "; Ctrl-C stops")

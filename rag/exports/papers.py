@@ -1,0 +1,81 @@
+"""Paper lists as CSV (the csv module; one row per paper) and BibTeX (one entry per paper; ``@inproceedings``
+when the record names a venue, else ``@misc``), with the metadata the corpus has: authors, year, venue, url."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import unicodedata
+from collections.abc import Sequence
+
+from rag.labels import place_label
+from rag.types import Paper
+
+CSV_COLUMNS = ("paper_id", "title", "authors", "year", "venue", "url", "source", "ordinal", "label", "abstract")
+_LATEX_SPECIAL = re.compile(r"([\\{}%&#$_^~])")
+_LATEX_REPLACEMENT = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "^": r"\^{}", "~": r"\~{}"}
+
+
+def papers_csv(papers: Sequence[Paper], *, collection: str = "") -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for p in papers:
+        writer.writerow([p.paper_id, p.title, "; ".join(p.authors), "" if p.year is None else p.year, p.venue,
+                         p.urls[0] if p.urls else "", p.source, p.ordinal,
+                         place_label(p.source, p.ordinal, venue=p.venue, collection=collection), p.abstract])
+    return out.getvalue()
+
+
+def latex_escape(text: str) -> str:
+    """Text for a BibTeX field in braces: LaTeX's special characters escaped, so braces always balance."""
+    text = " ".join(text.split())
+    return _LATEX_SPECIAL.sub(lambda m: _LATEX_REPLACEMENT.get(m.group(1), "\\" + m.group(1)), text)
+
+
+def _url(url: str) -> str:
+    """A URL as it is (LaTeX's url packages read it verbatim) but with braces and spaces percent-encoded."""
+    return url.strip().replace("{", "%7B").replace("}", "%7D").replace(" ", "%20")
+
+
+def _key_word(text: str) -> str:
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return re.sub(r"[^A-Za-z0-9]", "", ascii_text)
+
+
+def citation_key(paper: Paper) -> str:
+    """``kingma2015adam``: first author's last name, year, first title word (``orbit2026`` without authors); a key
+    always starts with a letter."""
+    last = _key_word(paper.authors[0].split()[-1]).lower() if paper.authors and paper.authors[0].split() else ""
+    words = (_key_word(w).lower() for w in paper.title.split())
+    first_word = next((w for w in words if len(w) > 2 and not w.isdigit()), "")
+    year = str(paper.year or "")
+    key = f"{last}{year}{first_word}" if last else f"{first_word}{year}"
+    return key if key[:1].isalpha() else f"paper{paper.ordinal}{key}"
+
+
+def papers_bibtex(papers: Sequence[Paper], *, collection: str = "") -> str:
+    used: dict[str, int] = {}
+    entries = []
+    for p in papers:
+        key = citation_key(p)
+        used[key] = used.get(key, 0) + 1
+        if used[key] > 1:  # a second paper with the same key: kingma2015adam, kingma2015adam-2, ...
+            key = f"{key}-{used[key]}"
+        fields = [("title", p.title)]
+        if p.authors:
+            fields.append(("author", " and ".join(p.authors)))
+        if p.year is not None:
+            fields.append(("year", str(p.year)))
+        if p.venue:
+            fields.append(("booktitle", p.venue))
+        if p.urls:
+            fields.append(("url", p.urls[0]))
+        fields.append(("note", place_label(p.source, p.ordinal, venue=p.venue, collection=collection)))
+        fields.append(("abstract", p.abstract))
+        kind = "inproceedings" if p.venue else "misc"
+        body = ",\n".join(f"  {name} = {{{_url(value) if name == 'url' else latex_escape(value)}}}"
+                           for name, value in fields)
+        entries.append(f"@{kind}{{{key},\n{body}\n}}\n")
+    return "\n".join(entries)

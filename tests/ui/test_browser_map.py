@@ -1,0 +1,87 @@
+"""In a real browser (Debian's Chromium, headless): the Papers tab's map renders one point per paper coloured
+by topic, a selection on it opens a paper's card with its related papers, and the chat's last answer
+downloads as Markdown. The app runs over the bundled corpus with extractive answers (no LLM)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.processes import free_port, stop_process
+from tests.ui.conftest import clean_env, start_app, wait_for_app
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+CHROMIUM = "/usr/bin/chromium"
+POINTS = "#pc-map svg .mark-symbol path, #pc-map canvas"
+
+
+@pytest.fixture(scope="module")
+def app(bundled_index, tmp_path_factory):
+    if not Path(CHROMIUM).exists():
+        pytest.skip("needs Debian's chromium: apt-get install chromium (never `playwright install`)")
+    log = tmp_path_factory.mktemp("browser-map") / "app.log"
+    port = free_port()
+    proc = start_app(clean_env(PAPERCHAT_DATA_DIR=str(bundled_index), PAPERCHAT_LLM="extractive"), port, log)
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        wait_for_app(proc, url, log)
+        yield url
+    finally:
+        stop_process(proc)
+
+
+@pytest.fixture(scope="module")
+def page(app):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                                          "--disable-component-update", "--disable-sync", "--no-first-run"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1100}, accept_downloads=True)
+        page.goto(app)
+        page.wait_for_selector("#pc-question textarea", timeout=60_000)
+        yield page
+        browser.close()
+
+
+def test_the_map_renders_and_a_selection_opens_a_card(page):
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Papers").click()
+    page.wait_for_selector(POINTS, timeout=120_000)
+    deadline = time.monotonic() + 60
+    while page.locator("#pc-map svg .mark-symbol path").count() < 76 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    # 76 papers and one legend symbol per topic.
+    assert page.locator("#pc-map svg .mark-symbol path").count() >= 76 + 2
+    expect(page.locator("#pc-map")).to_contain_text("1 · ")  # the legend names the topics
+    area = page.locator("#pc-map svg").first.bounding_box()
+    x, y = area["x"] + area["width"] * 0.5, area["y"] + area["height"] * 0.45
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + 15, y, steps=5)
+    page.mouse.up()
+    card = page.locator("#pc-map-card .pc-map-card")
+    expect(card).to_be_visible(timeout=60_000)
+    expect(card.locator(".pc-related")).to_contain_text("Related:")
+    expect(card.locator(".pc-related li").first).to_contain_text("similarity")
+    expect(page.locator("#pc-papers")).to_contain_text("76 papers")
+
+
+def test_the_last_answer_downloads_as_markdown(page):
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Chat").click()
+    page.locator("#pc-question textarea").fill("Which papers use state-space models for client selection?")
+    page.locator("#pc-ask").click()
+    button = page.locator("#pc-download")
+    expect(button).to_be_visible(timeout=120_000)
+    with page.expect_download(timeout=30_000) as download:
+        button.click()
+    text = Path(download.value.path()).read_text(encoding="utf-8")
+    assert text.startswith("# Which papers use state-space models for client selection?")
+    assert "## References" in text and '<a id="ref-1"></a>' in text and "](#ref-1)" in text

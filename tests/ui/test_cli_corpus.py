@@ -1,0 +1,188 @@
+"""``paperchat topics`` and ``paperchat related``: in-process over an index built with the fake embedder, and
+once as a user runs them on the bundled corpus (slow: real model)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from rag.corpus.load import load_corpus
+from rag.exports.papers import CSV_COLUMNS
+from tests.conftest import BUNDLED_CORPUS, FakeEmbedder
+from ui.cli.main import main
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    """The bundled corpus indexed with the fake embedder."""
+    from rag.components import Components
+    from rag.settings import load_settings
+
+    folder = tmp_path_factory.mktemp("cli-corpus")
+    Components(load_settings(data_dir=folder), embedder=FakeEmbedder(), warn=lambda _l: None).ingest_files(
+        [BUNDLED_CORPUS])
+    return folder
+
+
+@pytest.fixture
+def cli(data_dir, monkeypatch, capsys):
+    for key in [k for k in __import__("os").environ if k.startswith("PAPERCHAT_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("PAPERCHAT_DATA_DIR", str(data_dir))
+
+    def run(*argv):
+        code = main(list(argv), parts={"embedder": FakeEmbedder()})
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return run
+
+
+def abstracts() -> dict[str, str]:
+    return {p.paper_id: p.abstract for p in load_corpus([BUNDLED_CORPUS], namespace_under=BUNDLED_CORPUS).papers}
+
+
+def words_of(text: str) -> set[str]:
+    return set(re.findall(r"[^\W_]+(?:-[^\W_]+)*", text.lower()))
+
+
+def check_topics(payload: dict) -> None:
+    """Every paper of the bundled corpus in exactly one topic; labels made of words of the topic's abstracts."""
+    texts = abstracts()
+    listed = [p["paper_id"] for t in payload["topics"] for p in t["papers"]]
+    assert sorted(listed) == sorted(texts) and payload["papers"] == 76
+    for topic in payload["topics"]:
+        assert topic["size"] == len(topic["papers"]) and topic["label"] == ", ".join(topic["terms"])
+        assert topic["central"] == [p["paper_id"] for p in topic["papers"][:3]]
+        words = set().union(*(words_of(texts[p["paper_id"]]) for p in topic["papers"]))
+        assert topic["terms"] and set(topic["terms"]) <= words
+
+
+def test_topics_json_and_text(cli):
+    code, out, err = cli("topics", "--json")
+    assert code == 0, err
+    payload = json.loads(out)
+    check_topics(payload)
+    code, text, _ = cli("topics")
+    assert code == 0
+    first = payload["topics"][0]
+    assert text.splitlines()[0] == f"Topic 1: {first['label']}  ({first['size']} papers)"
+    assert f"  * {first['papers'][0]['title']}  [{first['papers'][0]['label']}]" in text
+    assert text.rstrip().endswith(f"76 papers in {len(payload['topics'])} topics; * = most central")
+
+
+def test_related_lists_the_nearest_papers_with_what_they_share(cli):
+    code, out, err = cli("related", "000_dcbf1b5d2daaeff5.txt#1", "--k", "2", "--json")
+    assert code == 0, err
+    payload = json.loads(out)
+    assert payload["paper"]["title"] == "FedSSM" and len(payload["related"]) == 2
+    assert all(r["paper_id"] != "000_dcbf1b5d2daaeff5.txt#1" and "shared words: " in r["shares"]
+               for r in payload["related"])
+    code, text, _ = cli("related", "000_dcbf1b5d2daaeff5.txt#1", "--k", "2")
+    lines = text.splitlines()
+    assert lines[0] == "Papers related to FedSSM:" and lines[1].startswith(f"1. {payload['related'][0]['title']}  [")
+    assert lines[2] == f"   {payload['related'][0]['shares']}"
+
+
+@pytest.mark.parametrize("paper_id", ["nope", "000_dcbf1b5d2daaeff5.txt#999"])
+def test_an_unknown_paper_id_is_one_line_saying_how_to_find_ids(cli, paper_id):
+    code, out, err = cli("related", paper_id)
+    assert code != 0 and out == ""
+    assert err.strip().count("\n") == 0 and "paperchat search QUESTION --json" in err and repr(paper_id) in err
+
+
+@pytest.mark.slow
+def test_topics_on_the_bundled_corpus_as_a_user_runs_it(bundled_index):
+    import shutil
+
+    from store.layout import topics_dir
+    from tests.ui.test_cli import run
+
+    first = run(["topics", "--json"], bundled_index)
+    assert first.returncode == 0, first.stderr
+    check_topics(json.loads(first.stdout))
+    second = run(["topics", "--json"], bundled_index)
+    assert second.stdout == first.stdout  # the same output on a second run (the saved copy)
+    shutil.rmtree(topics_dir(bundled_index / "lexical" / "paperchat"))
+    rebuilt = run(["topics", "--json"], bundled_index)
+    assert rebuilt.stdout == first.stdout  # and when built again from the index
+    related = run(["related", "000_dcbf1b5d2daaeff5.txt#1", "--json", "--k", "3"], bundled_index)
+    assert related.returncode == 0, related.stderr
+    assert json.loads(related.stdout)["related"][0]["title"] == "FedVPA-GP"  # the other federated-learning paper
+
+
+# --- export, filters, ask --markdown ------------------------------------------------------------------------
+
+
+def test_export_all_as_csv_to_a_file(cli, tmp_path):
+    import csv
+
+    target = tmp_path / "papers.csv"
+    code, out, err = cli("export", "all", "-o", str(target))
+    assert code == 0 and out == "" and f"wrote 76 paper(s) to {target} (csv)" in err
+    rows = list(csv.DictReader(target.open(encoding="utf-8")))
+    assert sorted(r["paper_id"] for r in rows) == sorted(abstracts())
+    assert {r["venue"] for r in rows} == {"ICML 2026"} and {r["year"] for r in rows} == {"2026"}
+
+
+def test_export_a_topic_as_bibtex(cli):
+    from tests.rag.test_exports import parse_bibtex
+
+    _, topics, _ = cli("topics", "--json")
+    second = json.loads(topics)["topics"][1]
+    code, out, err = cli("export", "--topic", "2", "--format", "bibtex")
+    assert code == 0, err
+    entries = parse_bibtex(out)
+    assert [fields["title"] for _kind, _key, fields in entries] == [p["title"] for p in second["papers"]]
+    assert len({key for _kind, key, _f in entries}) == len(entries)
+
+
+def test_export_a_search_with_filters(cli):
+    import csv
+    import io
+
+    code, out, _ = cli("export", "--query", "federated learning clients", "--k", "2")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and len(rows) == 2
+    code, out, err = cli("export", "--query", "federated learning clients", "--source", "003_8199ee2742a631b5.txt")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and rows and {r["source"] for r in rows} == {"003_8199ee2742a631b5.txt"}
+    code, out, err = cli("export", "--where", "year>=2027")
+    assert code == 0 and out.strip() == ",".join(CSV_COLUMNS)  # the header only
+    assert "no paper matches" in err
+
+
+def test_search_keeps_only_the_hits_that_pass_the_filters(cli):
+    code, out, err = cli("search", "federated learning", "--json", "--k", "3", "--where", "title~fed",
+                         "--source", "002_735305cd7294d037.txt")
+    assert code == 0, err
+    hits = json.loads(out)["hits"]
+    assert [h["title"] for h in hits] == ["Fed-Kalter"] and hits[0]["rank"] == 1
+    code, out, _ = cli("search", "federated learning", "--json", "--k", "3", "--where", "title~e")
+    hits = json.loads(out)["hits"]
+    assert len(hits) == 3 and all("e" in h["title"].lower() for h in hits) and [h["rank"] for h in hits] == [1, 2, 3]
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["export", "--where", "yeer>=2024"], "unknown filter field 'yeer'"),
+    (["search", "federated", "--where", "year~20"], "the field 'year' takes a year"),
+    (["export", "--source", "nope.txt"], "no paper in the index comes from 'nope.txt'; its files: 000_"),
+    (["export", "--topic", "99"], "no topic 99: the index has topics 1 to 6"),
+    (["ask", "--batch", "-", "--markdown"], "--markdown writes one answer"),
+])
+def test_bad_export_and_filter_input_is_one_line(cli, argv, says):
+    code, out, err = cli(*argv)
+    assert code != 0 and out == "" and says in err and err.strip().count("\n") == 0
+
+
+def test_ask_markdown_links_markers_to_references(cli):
+    from markdown_it import MarkdownIt
+
+    code, out, err = cli("ask", "which papers work on federated learning?", "--extractive", "--markdown")
+    assert code == 0, err
+    html = MarkdownIt("commonmark").render(out)
+    linked = set(re.findall(r'<a href="#ref-(\d+)">', html))
+    assert linked and all(f'<a id="ref-{n}"></a>' in html for n in linked)
+    assert out.startswith("# which papers work on federated learning?") and "## References" in out

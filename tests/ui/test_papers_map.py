@@ -1,0 +1,125 @@
+"""The Papers tab's map, list and cards, and the chat's Markdown download, as plain functions (no browser):
+over the tiny index with its markup probe, and over the bundled corpus (fake embedder)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from rag.answers.pipeline import FinalEvent, TextEvent
+from rag.exports.markdown import answer_markdown
+from rag.plain_text import readable
+from rag.types import Answer, Citation
+from tests.ui.conftest import SCRIPT_PAYLOAD, XSS_TITLE
+from ui.web import papers_map
+from ui.web.takeaway import LastAnswer, markdown_file, recording
+
+
+@pytest.fixture
+def tiny(make_components):
+    return make_components()
+
+
+def test_the_map_has_one_point_per_paper_with_its_topic_and_first_sentence(tiny):
+    frame = papers_map.map_frame(tiny)
+    papers = {p.paper_id: p for p in tiny.papers()}
+    assert tuple(frame.columns) == papers_map.MAP_COLUMNS and sorted(frame["paper_id"]) == sorted(papers)
+    topics = tiny.topics()
+    names = {t.number: f"{t.number} · {t.label}" for t in topics.topics}
+    for row in frame.itertuples():
+        assert row.topic == names[topics.paper_topic[row.paper_id]]
+        assert (row.x, row.y) == topics.coordinates[row.paper_id]
+        shown = " ".join(readable(papers[row.paper_id].abstract).split())  # as the UI shows abstracts
+        assert shown.startswith(row.about.rstrip("…")) and row.title == papers[row.paper_id].title
+    assert list(frame["topic"]) == sorted(frame["topic"], key=lambda name: int(name.split(" · ")[0]))
+    assert all(about.endswith((".", "…")) and len(about) <= papers_map.FIRST_SENTENCE_CHARS for about in frame["about"])
+    assert papers_map.first_sentence("One. Two.") == "One."
+    assert papers_map.topic_choices(tiny) == [("All topics", 0)] + [
+        (f"{t.number} · {t.label} ({t.size})", t.number) for t in topics.topics]
+
+
+def test_the_list_filters_by_topic_and_keyword_and_names_related_papers(tiny):
+    topics = tiny.topics()
+    everything = papers_map.papers_list_html(tiny)
+    assert "6 papers (click one for its abstract)" in everything and everything.count('class="pc-paper"') == 6
+    assert everything.count('class="pc-related">Related: ') == 6
+    first = topics.topics[0]
+    listed = papers_map.papers_list_html(tiny, "", first.number)
+    assert f"{first.size} of 6 papers" in listed and listed.count('class="pc-paper"') == first.size
+    assert listed.count(f'<span class="pc-badge pc-topic">topic {first.number}</span>') == first.size
+    fed = papers_map.papers_list_html(tiny, "federated", 0)
+    assert fed.count('class="pc-paper"') == len([p for p in tiny.papers() if "federated" in
+                                                 f"{p.title} {p.abstract} {p.source}".lower()])
+    assert "<mark>" in fed
+    assert "No paper matches “zzzz” (of 6)." in papers_map.papers_list_html(tiny, "zzzz", 0)
+
+
+def test_corpus_text_is_escaped_in_the_list_and_the_card(tiny):
+    html = papers_map.papers_list_html(tiny) + papers_map.paper_card_html(tiny, "probe-xss")
+    assert SCRIPT_PAYLOAD not in html and "<b>bold</b>" not in html
+    assert "&lt;script&gt;" in html and "ProbeXSS &lt;b&gt;bold&lt;/b&gt;" in html
+
+
+def test_a_card_shows_the_paper_and_its_related_papers(tiny):
+    card = papers_map.paper_card_html(tiny, "000_dcbf1b5d2daaeff5.txt#1")
+    assert '<div class="pc-card-title">FedSSM' in card and "ICML 2026 · #1 of file 000" in card
+    related = re.findall(r"<li>(.*?) <span class=\"pc-authors\">— (similarity [^<]*)</span></li>", card)
+    assert len(related) == 5 and all("topic" in shares for _title, shares in related)
+    assert {title for title, _ in related} <= {p.title.replace("<", "&lt;").replace(">", "&gt;") for p in tiny.papers()}
+    assert "FedSSM" not in {title for title, _ in related}
+    assert "no paper with id" in papers_map.paper_card_html(tiny, "nope")
+
+
+def test_a_selection_on_the_map_opens_the_paper_nearest_its_middle(tiny):
+    frame = papers_map.map_frame(tiny).sort_values("x")
+    xs, ids = list(frame["x"]), list(frame["paper_id"])
+    assert papers_map.paper_in_band(frame, [xs[1] - 1e-6, xs[1] + 1e-6]) == ids[1]
+    assert papers_map.paper_in_band(frame, [xs[0] - 1e-6, (xs[0] + xs[1]) / 2 - 1e-6]) == ids[0]
+    assert papers_map.paper_in_band(frame, [xs[-1] + 5, xs[-1] + 6]) == ids[-1]  # past every point: the nearest
+    topic = tiny.topics().paper_topic[ids[0]]
+    members = set(frame[frame["topic"].str.startswith(f"{topic} · ")]["paper_id"])
+    assert papers_map.paper_in_band(frame, [xs[-1], xs[-1]], topic) in members
+    assert papers_map.paper_in_band(frame, "not a band") is None
+    card = papers_map.select_on_map(tiny, frame, [xs[1], xs[1]])
+    assert papers_map.esc(frame.iloc[1]["title"]) in card
+    assert papers_map.select_on_map(tiny, frame.iloc[0:0], [0, 1]) == papers_map.CARD_PLACEHOLDER
+
+
+def test_an_empty_index_says_how_to_fill_it(settings_factory, fake_embedder):
+    from rag.components import Components
+
+    components = Components(settings_factory(), embedder=fake_embedder)
+    assert "The index is empty: run `paperchat ingest`." in papers_map.papers_list_html(components)
+
+
+class ScriptedPipeline:
+    def __init__(self, answer: Answer) -> None:
+        self.answer_ = answer
+
+    def stream(self, question, history, k=None):
+        yield TextEvent("FedSSM [1].")
+        yield FinalEvent(self.answer_)
+
+
+class ScriptedComponents:
+    def __init__(self, answer: Answer) -> None:
+        self.pipeline = ScriptedPipeline(answer)
+        self.settings = "the settings"
+
+    def pipeline_for(self, session):
+        return self.pipeline
+
+
+def test_the_last_finished_answer_downloads_as_markdown(tmp_path):
+    answer = Answer("which papers?", "FedSSM selects clients [1].", citations=[Citation(1, "p", "FedSSM", "f.txt", 1)])
+    last = LastAnswer()
+    assert markdown_file(last, folder=tmp_path) is None  # no answer yet: nothing to download
+    components = recording(ScriptedComponents(answer), last)
+    assert components.settings == "the settings"  # everything else is the components' own
+    events = list(components.pipeline_for(None).stream("which papers?", []))
+    assert isinstance(events[-1], FinalEvent) and last.answer is answer
+    path = markdown_file(last, folder=tmp_path)
+    assert path.read_text(encoding="utf-8") == answer_markdown(answer)
+    assert markdown_file(last, folder=tmp_path) == path  # the same answer, the same file
+    assert XSS_TITLE not in path.read_text(encoding="utf-8")

@@ -1,0 +1,194 @@
+"""The Papers tab's map and cards, as plain functions (no Gradio here): the papers as points of a 2-D map
+coloured by topic, the list under it filtered by topic and keywords, and a paper's card with its related
+papers. Everything from the corpus is escaped before it reaches HTML.
+
+The map is Gradio's native scatter plot (Vega-Lite). Its selection is a brush over the x axis, not a click
+on a point: the card shown is the selected band's paper nearest the band's middle.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from rag.errors import PaperchatError
+from rag.labels import metadata_line, place_label
+from rag.plain_text import readable
+from rag.topics.related import related_papers
+from rag.types import Paper
+from ui.shared.text import filter_papers, query_words
+from ui.web.render import esc, highlighted_abstract, message_html, word_spans
+
+ALL_TOPICS = 0  # the topic filter's "every topic"
+LIST_LIMIT = 200  # papers listed at once
+RELATED_IN_LIST = 3
+RELATED_ON_CARD = 5
+FIRST_SENTENCE_CHARS = 180
+MAP_COLUMNS = ("x", "y", "topic", "title", "about", "paper_id")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(])")
+_WEB_LINK = re.compile(r"^https?://", re.IGNORECASE)
+# The map's plot settings (gr.ScatterPlot's keyword arguments), shared by the app and bench/map_render.py.
+MAP_PLOT = {"x": "x", "y": "y", "color": "topic", "tooltip": ["title", "about"], "x_title": "map x",
+            "y_title": "map y"}
+CARD_PLACEHOLDER = '<div class="pc-empty">Select a stretch of the map (drag across it) to open the paper there.</div>'
+
+CSS = """
+.pc-topic { background: var(--color-accent-soft); color: var(--body-text-color); }
+.pc-related { font-size: 0.82rem; color: var(--body-text-color-subdued); margin-top: 0.25rem; }
+.pc-related ul { margin: 0.2rem 0 0 1rem; padding: 0; }
+"""
+
+
+def first_sentence(abstract: str) -> str:
+    text = " ".join(readable(abstract).split())
+    sentence = _SENTENCE_END.split(text, maxsplit=1)[0]
+    return sentence if len(sentence) <= FIRST_SENTENCE_CHARS else sentence[:FIRST_SENTENCE_CHARS - 1] + "…"
+
+
+def topic_name(topic) -> str:
+    return f"{topic.number} · {topic.label}"
+
+
+def map_frame(components):
+    """One row per paper: its map position, topic name, title and first sentence (for the hover), id."""
+    import pandas as pd
+
+    topic_map = components.topics()
+    names = {t.number: topic_name(t) for t in topic_map.topics}
+    rows = [
+        (*topic_map.coordinates[p.paper_id], topic_map.paper_topic[p.paper_id], p.title, first_sentence(p.abstract),
+         p.paper_id)
+        for p in components.papers() if p.paper_id in topic_map.paper_topic
+    ]
+    rows.sort(key=lambda row: (row[2], row[5]))  # by topic: the legend lists topics in order
+    frame = pd.DataFrame(rows, columns=list(MAP_COLUMNS))
+    frame["topic"] = frame["topic"].map(names).astype(str) if len(frame) else frame["topic"].astype(str)
+    return frame
+
+
+def topic_choices(components) -> list[tuple[str, int]]:
+    """The topic filter's choices: every topic, then each topic with its size."""
+    topics = components.topics().topics
+    return [("All topics", ALL_TOPICS)] + [(f"{topic_name(t)} ({t.size})", t.number) for t in topics]
+
+
+def _neighbours(components, paper_ids: Sequence[str], n: int) -> dict[str, list[str]]:
+    """The ``n`` nearest papers of each of ``paper_ids`` by profile vector, in one matrix product."""
+    retriever = components.retriever
+    retriever.refresh()
+    vectors = retriever.vectors
+    rows = [vectors.paper_rows[pid] for pid in paper_ids if pid in vectors.paper_rows]
+    if not rows or len(vectors.paper_ids) < 2:
+        return {}
+    profiles = np.asarray(vectors.profiles, dtype=np.float64)
+    unit = profiles / np.maximum(np.linalg.norm(profiles, axis=1, keepdims=True), 1e-12)
+    sims = unit[rows] @ unit.T
+    sims[np.arange(len(rows)), rows] = -np.inf  # a paper is not its own neighbour
+    top = np.argsort(-sims, axis=1, kind="stable")[:, :n]
+    return {vectors.paper_ids[r]: [vectors.paper_ids[c] for c in cols] for r, cols in zip(rows, top, strict=True)}
+
+
+def _meta(paper: Paper, collection: str) -> str:
+    parts = [f'<span class="pc-where" title="{esc(paper.source)} #{paper.ordinal}">'
+             f"{esc(place_label(paper.source, paper.ordinal, venue=paper.venue, collection=collection))}</span>"]
+    if details := metadata_line(paper.authors, paper.year, paper.venue, source=paper.source):
+        parts.append(f'<span class="pc-authors">{esc(details)}</span>')
+    url = paper.urls[0] if paper.urls else ""
+    if _WEB_LINK.match(url):  # only http(s): a javascript: "url" from a record is not a link
+        parts.append(f'<a class="pc-link" href="{esc(url)}" target="_blank" rel="noopener noreferrer">link</a>')
+    return " ".join(parts)
+
+
+def papers_list_html(components, query: str = "", topic: int | None = ALL_TOPICS) -> str:
+    """The papers of ``topic`` (all: ``ALL_TOPICS``) matching ``query``, each with its topic and related papers."""
+    try:
+        papers = components.papers()
+        topic_map = components.topics() if papers else None
+    except PaperchatError as error:
+        return message_html(str(error))
+    if not papers:
+        return message_html("The index is empty: run `paperchat ingest`.")
+    query = query or ""
+    chosen = papers
+    if topic and topic_map is not None and (picked := topic_map.topic(int(topic))) is not None:
+        members = set(picked.paper_ids)
+        chosen = [p for p in papers if p.paper_id in members]
+    found = filter_papers(chosen, query)
+    if not found:
+        return message_html(f"No paper matches “{query.strip()}” (of {len(chosen)}).")
+    words = query_words(query)
+    shown = found[:LIST_LIMIT]
+    head = f"{len(found)} of {len(papers)} papers" if len(found) != len(papers) else f"{len(papers)} papers"
+    head += " (click one for its abstract)"
+    if len(found) > LIST_LIMIT:
+        head += f"; showing the first {LIST_LIMIT}, refine the filter"
+    by_id = {p.paper_id: p for p in papers}
+    near = _neighbours(components, [p.paper_id for p in shown], RELATED_IN_LIST)
+    collection = components.settings.collection
+    items = []
+    for p in shown:
+        number = topic_map.paper_topic.get(p.paper_id) if topic_map else None
+        tag = f' <span class="pc-badge pc-topic">topic {number}</span>' if number else ""
+        related = " · ".join(esc(by_id[pid].title) for pid in near.get(p.paper_id, []) if pid in by_id)
+        items.append(
+            f'<li class="pc-paper"><details{" open" if words else ""}><summary><span class="pc-hit-title">'
+            f"{highlighted_abstract(p.title, word_spans(p.title, words))}</span>{tag} {_meta(p, collection)}"
+            f'</summary><p class="pc-abstract-text">{highlighted_abstract(p.abstract, word_spans(p.abstract, words))}'
+            f"</p></details>" + (f'<div class="pc-related">Related: {related}</div>' if related else "") + "</li>"
+        )
+    items_html = "".join(items)
+    return f'<div class="pc-papers"><div class="pc-head">{esc(head)}</div><ul class="pc-hits">{items_html}</ul></div>'
+
+
+def paper_card_html(components, paper_id: str) -> str:
+    """A paper's card: title, topic, metadata, its related papers with what they share, and its abstract."""
+    try:
+        papers = components.papers()
+        topic_map = components.topics()
+        components.retriever.refresh()
+        related = related_papers(paper_id, papers, components.retriever.vectors, topic_map, RELATED_ON_CARD)
+    except PaperchatError as error:
+        return message_html(str(error))
+    paper = next(p for p in papers if p.paper_id == paper_id)
+    topic = topic_map.topic(topic_map.paper_topic.get(paper_id, -1))
+    tag = f' <span class="pc-badge pc-topic">topic {esc(topic_name(topic))}</span>' if topic else ""
+    items = "".join(f'<li>{esc(r.paper.title)} <span class="pc-authors">— {esc(r.shares)}</span></li>'
+                    for r in related)
+    return (
+        f'<div class="pc-card pc-map-card"><div class="pc-card-title">{esc(paper.title)}{tag}</div>'
+        f'<div class="pc-meta">{_meta(paper, components.settings.collection)}</div>'
+        + (f'<div class="pc-related"><b>Related:</b><ul>{items}</ul></div>' if items else "")
+        + f'<p class="pc-abstract-text">{esc(readable(paper.abstract))}</p></div>'
+    )
+
+
+def paper_in_band(frame, band, topic: int | None = ALL_TOPICS) -> str | None:
+    """The id of the paper a map selection ``band`` (``[x0, x1]``, Gradio's brush over x) points at: of the
+    papers (of ``topic`` when one is chosen) in the band, else of them all, the one nearest the band's middle;
+    None when there is no paper."""
+    try:
+        low, high = sorted(float(v) for v in band)
+    except (TypeError, ValueError):
+        return None
+    if frame is None or not len(frame):
+        return None
+    if topic:
+        frame = frame[frame["topic"].str.startswith(f"{int(topic)} · ")]
+    inside = frame[(frame["x"] >= low) & (frame["x"] <= high)]
+    # A short drag may fall between points: then the paper nearest to it.
+    candidates = inside if len(inside) else frame
+    if not len(candidates):
+        return None
+    middle = (low + high) / 2
+    order = sorted(zip((candidates["x"] - middle).abs(), candidates["paper_id"], strict=True))
+    return str(order[0][1])
+
+
+def select_on_map(components, frame, band, topic: int | None = ALL_TOPICS) -> str:
+    """The card for a map selection (a placeholder when there is no paper to show)."""
+    paper_id = paper_in_band(frame, band, topic)
+    if paper_id is None:
+        return CARD_PLACEHOLDER
+    return paper_card_html(components, paper_id)
