@@ -15,7 +15,7 @@ exactly as ``search`` would. The dev file is also cross-validated (k folds by po
 rank each question with weights that never saw it). The BEIR test split is scored once, with the final
 weights, and never used to choose them.
 
-    PAPERCHAT_DATA_DIR=... python bench/fit_fusion.py --dev ../shared/eval/dev2.jsonl --dev-data DIR \\
+    python bench/fit_fusion.py --dev ../shared/eval/dev2.jsonl data/eval/dev.jsonl --dev-data DIR \\
         --beir ../shared/eval/scifact --beir-data DIR --beir-collection scifact
 
 Each ``--*-data`` is the data folder of an index of that corpus (``paperchat ingest``).
@@ -166,24 +166,30 @@ def main() -> None:
     from rag.retrieval.hybrid import FusionParams
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dev", type=Path, help="questions in our dev format (e.g. ../shared/eval/dev2.jsonl)")
+    parser.add_argument("--dev", type=Path, nargs="+", default=[],
+                        help="question files in our dev format (e.g. ../shared/eval/dev2.jsonl data/eval/dev.jsonl)")
     parser.add_argument("--dev-data", help="data folder of the index the dev questions ask about")
     parser.add_argument("--dev-collection", default=None)
     parser.add_argument("--beir", type=Path, help="BEIR dataset folder (train split fitted, test reported)")
     parser.add_argument("--beir-data", help="data folder of the index of the BEIR corpus")
     parser.add_argument("--beir-collection", default=None)
     parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--start", default="", help="DENSE,PAPER_SHARE,TITLE to start from (default: the current "
+                        "defaults; give the hand-set 0.5,0.5,0.3 for a cross-validation that never saw the fit)")
     args = parser.parse_args()
     default = FusionParams()
     start = (default.dense_weight, default.paper_lexical_weight, default.title_bonus)
+    if args.start:
+        start = tuple(float(x) for x in args.start.split(","))
     dev, train, test = [], [], []
     if args.dev:
-        dev = dev_questions(args.dev, components_for(args.dev_data, args.dev_collection))
+        components = components_for(args.dev_data, args.dev_collection)
+        dev = [q for path in args.dev for q in dev_questions(path, components)]
     if args.beir:
         beir = components_for(args.beir_data, args.beir_collection)
         train, test = beir_questions(args.beir, "train", beir), beir_questions(args.beir, "test", beir)
     sets = [s for s in (dev, train) if s]
-    print(f"start (the defaults): dense {start[0]}, paper share {start[1]}, title {start[2]}")
+    print(f"start: dense {start[0]}, paper share {start[1]}, title {start[2]}")
     for name, questions in (("dev", dev), ("beir train", train), ("beir test", test)):
         if questions:
             print(f"  {name} ({len(questions)} questions): {_show(metrics(questions, weights_of(*start)))}")
