@@ -91,7 +91,7 @@ class Settings(BaseSettings):
     max_question_chars: int = Field(4000, ge=10, description="Longer questions are rejected with an error.")
     dense_weight: float = Field(
         0.675, ge=0.0, le=1.0,
-        description="Weight of the dense score in hybrid fusion; lexical gets the rest (fitted by bench/fit_fusion.py).",
+        description="Weight of the dense score in hybrid fusion; lexical gets the rest (fit: bench/fit_fusion.py).",
     )
     candidates: int = Field(
         100, ge=1, le=10000, description="Chunks fetched from each of the dense and lexical searches before fusion."

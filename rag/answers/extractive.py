@@ -50,6 +50,9 @@ _MULTI = re.compile(r"\b(which|what|any|are there|list|find)\b.{0,40}\b(papers|w
                     re.IGNORECASE)
 
 
+# "How many papers ...": a question about the collection, answered by listing (and counting) what qualifies.
+_COUNT_PAPERS = re.compile(r"\bhow many (?:[\w-]+ ){0,2}?(?:papers|works|abstracts|studies|articles|submissions)\b",
+                           re.IGNORECASE)
 # A question that asks for a figure: "how many ...", "by how much", "what accuracy ...".
 _ASKS_FIGURE = re.compile(
     r"\bhow (?:many|much|long|large|big|fast|often)\b|\bby how\b|\bnumber of\b|\bwhat (?:[\w-]+ ){0,3}?(?:accuracy|"
@@ -75,6 +78,7 @@ _WORD_TOKEN = re.compile(r"[A-Za-z0-9][\w-]*[A-Za-z0-9]|[A-Za-z]")
 class ExtractiveParams:
     sentences_single: int = 3
     max_papers_multi: int = 10
+    max_papers_count: int = 30  # "how many papers ...": counted over a deeper list (the relevance bar still holds)
     multi_relative_score: float = 0.6
     min_focus_coverage: float = 0.3  # share of the question's topic words a listed paper must mention
     multi_relative_coverage: float = 0.6  # ... and this share of what the paper that mentions most mentions
@@ -100,6 +104,7 @@ class AnswerPlan:
     papers: list[PaperEvidence] = field(default_factory=list)
     multi: bool = False
     missing: str = ""  # for not_stated: what the abstract does not mention or quantify
+    count: bool = False  # "how many papers ...": the answer says how many qualify
 
     @property
     def refused(self) -> bool:
@@ -107,7 +112,12 @@ class AnswerPlan:
 
 
 def is_multi_paper_question(question: str) -> bool:
-    return bool(_MULTI.search(question))
+    return bool(_MULTI.search(question)) or counts_papers(question)
+
+
+def counts_papers(question: str) -> bool:
+    """"How many papers are about X?" asks for the papers of the collection, not a figure in an abstract."""
+    return bool(_COUNT_PAPERS.search(question))
 
 
 _PART_SPLIT = re.compile(r",?\s+and\s+(?=(?:which|what|how|on|in|where|when|who|whether|roughly)\b)|;\s*",
@@ -157,8 +167,9 @@ class ExtractiveAnswerer:
         chosen = self._choose_papers(question, hits, multi)
         if not chosen:
             return AnswerPlan("not_covered", multi=multi)
+        count = counts_papers(question)
         # "Which papers ..., and how much does it help?" with one paper that qualifies is a question about it.
-        multi = multi and len(chosen) > 1
+        multi = multi and (len(chosen) > 1 or count)
         question_terms = set(self.analyze(question))
         papers = [PaperEvidence(i, self._best_sentences(question, question_terms, hits[i],
                                                         1 if multi else self.params.sentences_single))
@@ -170,14 +181,17 @@ class ExtractiveAnswerer:
             missing = self.unstated(question, hits[papers[0].index])
             if missing:
                 return AnswerPlan("not_stated", papers[:1], multi=False, missing=missing)
-        return AnswerPlan("answer", papers, multi=multi)
+        return AnswerPlan("answer", papers, multi=multi, count=count)
 
     def write(self, plan: AnswerPlan, hits: Sequence[Hit]) -> str:
         """The plan's evidence as a cited answer: one line a paper for several papers, else the sentences."""
         # Quoted as a reader reads them: the abstracts' LaTeX and Markdown markup left out.
         if plan.multi:
-            return "\n".join(f"- {hits[p.index].title}: {readable(p.sentences[0])} [{p.index + 1}]"
-                             for p in plan.papers)
+            lines = [f"- {hits[p.index].title}: {readable(p.sentences[0])} [{p.index + 1}]" for p in plan.papers]
+            if plan.count:
+                n = len(plan.papers)
+                lines.insert(0, f"{n} paper{'s' if n != 1 else ''} {'are' if n != 1 else 'is'} about this:")
+            return "\n".join(lines)
         paper = plan.papers[0]
         return " ".join(f"{readable(s)} [{paper.index + 1}]" for s in paper.sentences)
 
@@ -234,7 +248,8 @@ class ExtractiveAnswerer:
         top = hits[0].score
         # "Which papers use X, and how much does it help?": the topic is the part that asks for papers.
         topic = next((part for part in question_parts(question)[1:] if _MULTI.search(part)), question)
-        candidates = [i for i, h in enumerate(hits[: self.params.max_papers_multi])
+        depth = self.params.max_papers_count if counts_papers(question) else self.params.max_papers_multi
+        candidates = [i for i, h in enumerate(hits[:depth])
                       if h.score >= self.params.multi_relative_score * top]
         # "... X or Y?": a paper about either qualifies (each alternative of at least two topic words).
         alternatives = [topic, *(part for part in re.split(r"\s+or\s+", topic)[1:] if part)]
@@ -313,7 +328,7 @@ def asks_for_figure(question: str) -> bool:
     """Does the question (or one of its parts) ask for a figure near its start ("how many ...", "what accuracy ...")?
 
     "Is there a method that decides how many ..." asks whether something exists, not for a figure."""
-    if _EXISTENCE.search(question):
+    if _EXISTENCE.search(question) or counts_papers(question):
         return False
     for part in question_parts(question):
         match = _ASKS_FIGURE.search(part)

@@ -15,7 +15,13 @@ from dataclasses import dataclass
 
 from rag.answers.attribution import Attributor
 from rag.answers.citations import ClaimCheck, citations_from_checks, clean_markers, split_claims
-from rag.answers.extractive import AnswerPlan, ExtractiveAnswerer, is_multi_paper_question, names_paper
+from rag.answers.extractive import (
+    AnswerPlan,
+    ExtractiveAnswerer,
+    counts_papers,
+    is_multi_paper_question,
+    names_paper,
+)
 from rag.answers.follow_up import FollowUp, resolve_follow_up
 from rag.answers.metadata import metadata_answer
 from rag.answers.numbering import StreamNumbers, consecutive, renumber_text
@@ -66,6 +72,7 @@ class PipelineConfig:
     # the model), "evidence" (it answers from numbered evidence sentences) or "abstracts" (from whole abstracts).
     small_model_design: str = "lead"
     multi_candidates: int = 10  # how deep "which papers ..." questions look for papers that qualify
+    count_candidates: int = 30  # ... and "how many papers ..." questions, which count them
     small_model_max_tokens: int = 96  # one or two sentences: a tiny model rambles, and every token costs time
     # A tiny model's lead is kept only this close to a source sentence: below it, its paraphrases drift from
     # what the abstract says (measured: bench/results/tuning.md, "Small-model lead").
@@ -178,7 +185,8 @@ class AnswerPipeline:
         follow = self.follow_up(question, history)
         # "Which papers ..." lists every paper above a relevance bar: look deeper than the usual top k.
         multi = is_multi_paper_question(question)
-        hits = self.retriever.search(follow.query, max(k, self.config.multi_candidates) if multi else k)
+        depth = self.config.count_candidates if counts_papers(question) else self.config.multi_candidates
+        hits = self.retriever.search(follow.query, max(k, depth) if multi else k)
         if follow.pinned:
             pinned_hits = self.retriever.hits_for(follow.pinned)
             rest = [h for h in hits if h.paper_id not in follow.pinned]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.answers.extractive import ExtractiveAnswerer, ExtractiveParams
+from rag.answers.extractive import ExtractiveAnswerer, ExtractiveParams, asks_for_figure, is_multi_paper_question
 from rag.types import Hit
 from tests.conftest import FakeRetriever
 
@@ -77,17 +77,33 @@ def test_a_question_about_code_or_the_problem_gets_that_sentence(retriever, ques
     assert best_sentence(retriever, question) == expected
 
 
+def _listed_hit(rank: int, title: str, abstract: str, score: float) -> Hit:
+    return Hit(rank=rank, paper_id=title, title=title, score=score, source="s.txt", ordinal=rank, text=abstract,
+               abstract=abstract)
+
+
+AGENT_HITS = [
+    _listed_hit(1, "Agents", "We train language agents with reinforcement learning on web shopping tasks.", 1.0),
+    _listed_hit(2, "Memo", "Our memory agent is evaluated on ALFWorld household tasks and improves success.", 0.97),
+    _listed_hit(3, "Plan", "Planning agents reach 90% success on ALFWorld household environments.", 0.95),
+]
+
+
+def test_how_many_papers_is_answered_with_the_count_and_each_paper_cited(retriever):
+    question = "How many papers evaluate agents on ALFWorld household tasks?"
+    assert is_multi_paper_question(question) and not asks_for_figure(question)
+    plan = answerer(retriever).plan(question, AGENT_HITS)
+    assert plan.kind == "answer" and plan.count
+    text = answerer(retriever).write(plan, AGENT_HITS)
+    assert text.splitlines()[0] == "2 papers are about this:"
+    assert "Memo" in text and "[2]" in text and "Plan" in text and "[3]" in text and "Agents" not in text
+    # A figure asked of a paper is still a figure question.
+    assert asks_for_figure("How many GPUs did the SPARe authors use?")
+
+
 def test_which_papers_lists_those_that_mention_the_topic_not_the_top_ranked_one(retriever):
     """A paper ranked first on a flat list of scores is not listed when it never mentions what is asked."""
-    def hit(rank: int, title: str, abstract: str, score: float) -> Hit:
-        return Hit(rank=rank, paper_id=title, title=title, score=score, source="s.txt", ordinal=rank, text=abstract,
-                   abstract=abstract)
-
-    hits = [
-        hit(1, "Agents", "We train language agents with reinforcement learning on web shopping tasks.", 1.0),
-        hit(2, "Memo", "Our memory agent is evaluated on ALFWorld household tasks and improves success.", 0.97),
-        hit(3, "Plan", "Planning agents reach 90% success on ALFWorld household environments.", 0.95),
-    ]
+    hits = AGENT_HITS
     chosen = answerer(retriever)._choose_papers("Which papers evaluate agents on ALFWorld household tasks?",
                                                 hits, multi=True)
     assert [hits[i].title for i in chosen] == ["Memo", "Plan"]
