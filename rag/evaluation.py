@@ -135,8 +135,8 @@ def answer_metrics(questions: Sequence[DevQuestion], answers: Sequence) -> dict[
         claims += len(a.claims)
         unsupported += sum(not c.supported for c in a.claims)
         known = " ".join([q.question, *(m.get("content", "") for m in q.history),
-                          *(f"{h.title} {h.abstract or h.text} {readable(h.abstract or h.text)}"
-                            for h in a.sources)]).lower()  # sources as written and as shown
+                          *(f"{h.title} {h.label} {h.abstract or h.text} {readable(h.abstract or h.text)}"
+                            for h in a.sources)]).lower()  # sources as written and as shown, and where they are
         known = " ".join(known.split())
         stated = " ".join(c.text for c in split_claims(shown_text(a.answer)))  # without list numbering
         invented += bool(invented_terms(stated, known))
