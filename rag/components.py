@@ -307,13 +307,17 @@ class Components:
     @property
     def pipeline(self):
         """The default pipeline: the default answer writer, the server's settings."""
-        from rag.answers.pipeline import AnswerPipeline
-
         def build():
             config = self.pipeline_config(small_model=self.answer_writer() == "embedded")
-            return AnswerPipeline(self.retriever, self.embedder, self.chat_model, config=config)
+            return self._new_pipeline(self.chat_model, config)
 
         return self._part("pipeline", build)
+
+    def _new_pipeline(self, chat_model, config, extractive=None):
+        from rag.answers.pipeline import AnswerPipeline
+
+        return AnswerPipeline(self.retriever, self.embedder, chat_model, config=config, extractive=extractive,
+                              topics=self.topics)
 
     def session_defaults(self) -> SessionSettings:
         """The settings a new session starts with (the server's). The server's key is never handed out."""
@@ -328,15 +332,12 @@ class Components:
     def pipeline_for(self, session: SessionSettings):
         """The pipeline for a session's settings: the default one, or one cached per distinct settings; a
         shorter answer length gets a light copy sharing every part."""
-        from rag.answers.pipeline import AnswerPipeline
-
         pipeline = self._shared_pipeline_for(session)
         if session.max_tokens is None or pipeline.chat_model is None:
             return pipeline
         # The prompt is fitted to the context window with the server's limit: that stays the ceiling.
         config = replace(pipeline.config, max_tokens=max(1, min(session.max_tokens, pipeline.config.max_tokens)))
-        return AnswerPipeline(pipeline.retriever, pipeline.embedder, pipeline.chat_model, config=config,
-                              extractive=pipeline.extractive)
+        return self._new_pipeline(pipeline.chat_model, config, extractive=pipeline.extractive)
 
     def _shared_pipeline_for(self, session: SessionSettings):
         if session.extractive:
@@ -369,19 +370,17 @@ class Components:
             return pipeline
 
     def _session_pipeline(self, kind: str, session: SessionSettings):
-        from rag.answers.pipeline import AnswerPipeline
-
         if kind == "extractive":
-            return AnswerPipeline(self.retriever, self.embedder, None, config=self.pipeline_config(session.temperature))
+            return self._new_pipeline(None, self.pipeline_config(session.temperature))
         if kind == "default":
             default = self.pipeline
             config = replace(default.config, temperature=session.temperature)
-            return AnswerPipeline(self.retriever, self.embedder, default.chat_model, config=config)
+            return self._new_pipeline(default.chat_model, config)
         chat_model = self.endpoint_chat_model(session.base_url, model=session.model, api_key=session.api_key,
                                               temperature=session.temperature)
         self._session_chat_models.append(chat_model)
         config = self.pipeline_config(session.temperature)
-        return AnswerPipeline(self.retriever, self.embedder, chat_model, config=config)
+        return self._new_pipeline(chat_model, config)
 
     # --- lifecycle -----------------------------------------------------------------------------
 

@@ -87,7 +87,7 @@ def _authors_of(question: str, subject: str, hits: Sequence[Hit], *, pinned: boo
     details = metadata_line((), named.year, named.venue, source=named.source)
     text = f"{claim} [{number}]." + (f" ({details})" if details else "")
     evidence = "Authors: " + ", ".join(named.authors)
-    return _answer(question, text, list(hits), [(number, named, claim, evidence)])
+    return cited_answer(question, text, list(hits), [(number, named, claim, evidence)])
 
 
 def _listing(question: str, papers: Sequence[Paper], what: str, collection: str) -> Answer:
@@ -103,10 +103,11 @@ def _listing(question: str, papers: Sequence[Paper], what: str, collection: str)
         details = metadata_line(hit.authors, hit.year, hit.venue, source=hit.source)
         lines.append(f"- {hit.title}" + (f" ({details})" if details else "") + f" [{number}]")
         cited.append((number, hit, f"{hit.title} is {what}", details or hit.title))
-    return _answer(question, "\n".join(lines), hits, cited)
+    return cited_answer(question, "\n".join(lines), hits, cited)
 
 
-def _answer(question: str, text: str, sources: list[Hit], cited: list[tuple[int, Hit, str, str]]) -> Answer:
+def cited_answer(question: str, text: str, sources: list[Hit], cited: list[tuple[int, Hit, str, str]]) -> Answer:
+    """An answer built from what is known of the papers, each claim citing the paper it is about."""
     citations = [
         Citation(marker=number, paper_id=hit.paper_id, title=hit.title, source=hit.source, ordinal=hit.ordinal,
                  evidence=evidence, support=1.0, claim=claim)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from rag.answers.attribution import Attributor
@@ -26,10 +26,12 @@ from rag.answers.follow_up import FollowUp, resolve_follow_up
 from rag.answers.metadata import metadata_answer
 from rag.answers.numbering import StreamNumbers, consecutive, renumber_text
 from rag.answers.prompts import NOT_COVERED, build_prompt, says_not_covered, small_model_messages
+from rag.answers.topic_questions import topics_answer
 from rag.embedding.models import Embedder
 from rag.errors import LLMInterrupted
 from rag.llm.client import ChatModel
 from rag.retrieval.retriever import Retriever, validate_question
+from rag.topics.model import TopicMap
 from rag.types import Answer, Citation, ClaimVerdict, Hit, Paper
 
 # What a citation marker can start with: "[" then digits, commas, semicolons, dashes and spaces, no "]" yet.
@@ -155,7 +157,9 @@ class AnswerPipeline:
         *,
         config: PipelineConfig | None = None,
         extractive: ExtractiveAnswerer | None = None,
+        topics: Callable[[], TopicMap] | None = None,
     ) -> None:
+        self.topics = topics  # the collection's topics, computed when a question asks for them
         self.retriever = retriever
         self.embedder = embedder
         self.chat_model = chat_model
@@ -195,7 +199,9 @@ class AnswerPipeline:
         # "Who wrote X?", "papers from 2024": answered from the papers' metadata, not their abstracts.
         papers = getattr(self.retriever, "every_paper", None)  # optional: in-memory test retrievers lack it
         collection = hits[0].collection if hits else ""
-        if (meta := metadata_answer(question, hits, papers, pinned=bool(follow.pinned), collection=collection)):
+        meta = metadata_answer(question, hits, papers, pinned=bool(follow.pinned), collection=collection) or (
+            None if follow.pinned else topics_answer(question, self.topics, papers, collection=collection))
+        if meta:
             meta.backend = self.backend
             yield SourcesEvent(meta.sources, follow.query)
             consecutive(meta)

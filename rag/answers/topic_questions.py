@@ -1,0 +1,59 @@
+"""Questions about the collection as a whole: "what are the main topics?", "what is this collection about?",
+answered from the papers' topics (rag/topics: clusters of their vectors, each named by the words that set its
+abstracts apart), with each topic's size and its most central papers cited.
+
+A search finds papers close to a question, which is no way to see the whole: these answers are built from every
+paper, are the same whatever the answer writer, and say what the labels are (distinctive words, not titles
+someone gave the topics).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from rag.answers.metadata import cited_answer
+from rag.corpus.chunking import split_sentences
+from rag.topics.model import TopicMap
+from rag.types import Answer, Hit, Paper
+
+CENTRAL_SHOWN = 2  # papers named (and cited) per topic
+_TOPICS = re.compile(
+    r"^(?:so,?\s+)?(?:what|which)\s+(?:are\s+|were\s+)?(?:the\s+)?(?:main\s+|key\s+|major\s+|big\s+|research\s+)?"
+    r"(?:topics|themes|research\s+areas|areas)\b|"
+    r"^(?:list|show|give\s+me|summari[sz]e)\s+(?:me\s+)?(?:the\s+)?(?:main\s+|key\s+)?(?:topics|themes)\b|"
+    r"^what\s+(?:is|are)\s+(?:this|these|the)\s+(?:conference|collection|corpus|index|papers)\s+(?:mostly\s+)?about\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_topics(question: str) -> bool:
+    return bool(_TOPICS.search(" ".join(question.split())))
+
+
+def topics_answer(question: str, topic_map: Callable[[], TopicMap] | None,
+                  papers: Callable[[], Sequence[Paper]] | None, *, collection: str = "") -> Answer | None:
+    """The topics of the whole collection, each with its size and central papers cited; None when the
+    question does not ask for them (or the topics are not available here)."""
+    if topic_map is None or papers is None or not asks_for_topics(question):
+        return None
+    topics = topic_map()
+    by_id = {p.paper_id: p for p in papers()}
+    if not topics.topics or not by_id:
+        return None
+    lines = [f"The {len(by_id)} papers fall into {len(topics.topics)} topics (groups of similar abstracts, each "
+             "named by the words that set it apart):"]
+    hits: list[Hit] = []
+    cited = []
+    for topic in topics.topics:
+        named = []
+        for paper in (by_id[pid] for pid in topic.paper_ids[:CENTRAL_SHOWN] if pid in by_id):
+            hit = Hit.of_paper(paper, rank=len(hits) + 1, score=1.0, collection=collection, dense_score=1.0)
+            hits.append(hit)
+            named.append(f"{paper.title} [{hit.rank}]")
+            spans = split_sentences(paper.abstract)
+            first = paper.abstract[spans[0][0]:spans[0][1]] if spans else paper.abstract[:300]
+            cited.append((hit.rank, hit, f"{paper.title} is among the papers on {topic.label}", first))
+        papers_word = "paper" if topic.size == 1 else "papers"
+        lines.append(f"- {topic.label} ({topic.size} {papers_word}), e.g. {', '.join(named)}")
+    return cited_answer(question, "\n".join(lines), hits, cited)

@@ -1,0 +1,55 @@
+"""Questions about the whole collection ("what are the main topics?") answered from its topics, cited."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.answers.pipeline import AnswerPipeline, PipelineConfig
+from rag.answers.topic_questions import asks_for_topics
+from rag.topics.model import Topic, TopicMap
+from tests.conftest import FakeRetriever
+
+
+class WholeIndexRetriever(FakeRetriever):
+    def every_paper(self):
+        return list(self.papers)
+
+
+@pytest.mark.parametrize("question", ["What are the main topics?", "which research areas do these papers cover?",
+                                      "What is this collection about?", "List the topics"])
+def test_topic_questions_are_recognised(question):
+    assert asks_for_topics(question)
+
+
+@pytest.mark.parametrize("question", ["Which papers cover topics like federated learning?",
+                                      "What does FedSSM propose?", "How many papers are about routing?"])
+def test_other_questions_are_not_topic_questions(question):
+    assert not asks_for_topics(question)
+
+
+def test_topics_are_answered_from_the_whole_collection_with_central_papers_cited(bundled_papers):
+    papers = list(bundled_papers)
+    first, second = papers[:50], papers[50:]
+    topic_map = TopicMap(
+        topics=(Topic(1, ("federated", "clients"), tuple(p.paper_id for p in first)),
+                Topic(2, ("agents", "reasoning"), tuple(p.paper_id for p in second))),
+        paper_topic={}, coordinates={}, idf={})
+    asked = []
+
+    def topics():
+        asked.append(1)
+        return topic_map
+
+    retriever = WholeIndexRetriever(papers)
+    pipeline = AnswerPipeline(retriever, retriever.embedder, None, config=PipelineConfig(min_relevance=0.0),
+                              topics=topics)
+    pipeline.answer("What does FedSSM propose?")
+    assert not asked  # topics are computed only when a question asks for them
+    answer = pipeline.answer("What are the main topics?")
+    assert answer.answer.startswith(f"The {len(papers)} papers fall into 2 topics")
+    assert "- federated, clients (50 papers), e.g. " in answer.answer and "(26 papers)" in answer.answer
+    cited = [c.paper_id for c in answer.citations]
+    assert cited == [first[0].paper_id, first[1].paper_id, second[0].paper_id, second[1].paper_id]
+    assert all(c.evidence and c.evidence in papers[[p.paper_id for p in papers].index(c.paper_id)].abstract
+               for c in answer.citations)
+    assert [f"[{n}]" in answer.answer for n in (1, 2, 3, 4)] == [True] * 4 and not answer.refused
