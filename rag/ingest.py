@@ -56,6 +56,8 @@ class IngestReport:
 # 3: paper ids are namespaced by their file (``corpus.jsonl#doc1``), so two files never collide.
 INDEX_FORMAT = 3
 
+MIN_WINDOW_TEXTS = 32  # texts embedded together at least (one embedding batch), the first paper aside
+
 # A paper's dense score is ``chunk_weight * best chunk similarity + q . profile``, where the profile mixes
 # the paper-level vectors: the whole text and the title add evidence a single chunk lacks. Weights tuned on
 # SciFact's train queries and checked on its test queries (figures: bench/results/tuning.md). Untitled
@@ -156,8 +158,7 @@ class Ingestor:
 
     Embedding and store writes overlap: the calling thread embeds window after window of papers while a
     writer thread (store.background_writer) stores the previous ones, a few windows at most waiting
-    between them. The first window is one paper, so a store that cannot be written fails before minutes
-    of embedding; windows then double up to ``window_texts`` texts, embedded longest first and each
+    between them (``_windows`` says how big). Each window's texts are embedded longest first and each
     distinct text once (rag.embedding.batching). ``progress(papers stored, papers to store)``.
     """
 
@@ -217,7 +218,7 @@ class Ingestor:
     def _write(self, todo: list[tuple[Paper, bool]], report: IngestReport, *, unfinished: bool) -> None:
         total = len(todo)
 
-        def store(batches: list[list[tuple[PaperWrite, bool]]]) -> None:  # the writer thread (the first paper: here)
+        def store(batches: list[list[tuple[PaperWrite, bool]]]) -> None:  # in the writer thread
             writes = [item for batch in batches for item in batch]
             self.store.write_papers([w for w, _ in writes])
             for w, existed in writes:
@@ -235,19 +236,12 @@ class Ingestor:
         def replace(existed: bool) -> bool:
             return existed or unfinished
 
-        windows = self._windows(todo)
-        first = next(windows, None)
-        if first is None:
-            return
-        # The first paper is written before anything else is embedded: a store that cannot be written
-        # (read-only, full, unreachable) fails now, not after minutes of embedding.
-        store([self._embed(first, replace)])
         writer: BackgroundWriter[list[tuple[PaperWrite, bool]]] = BackgroundWriter(
             store, depth=self.queue_depth, max_rows=self.write_rows,
             rows=lambda batch: sum(len(w.chunks) + 1 for w, _ in batch),
         )
         try:
-            for window in windows:
+            for window in self._windows(todo):
                 writer.submit(self._embed(window, replace))
             writer.close()
         except BaseException:
@@ -255,15 +249,20 @@ class Ingestor:
             raise
 
     def _windows(self, todo: list[tuple[Paper, bool]]) -> Iterator[list[tuple[Paper, bool, list[Chunk]]]]:
-        """Papers with their chunks, in windows of about ``target`` texts: one paper first, then doubling."""
-        target, window, texts = 1, [], 0
+        """Papers with their chunks: the first paper alone (the writer stores it while the next window is
+        embedded: a store that cannot be written fails after one window, not after the corpus), then windows
+        of about an eighth of the work (so that the last write, which nothing hides, is short), between one
+        embedding batch (``MIN_WINDOW_TEXTS``) and ``window_texts`` texts."""
+        target = min(self.window_texts, max(MIN_WINDOW_TEXTS, len(todo) // 8))
+        window: list[tuple[Paper, bool, list[Chunk]]] = []
+        texts, first = 0, True
         for paper, existed in todo:
             chunks = self.chunker.chunk(paper)
             window.append((paper, existed, chunks))
             texts += len(chunks) + (2 if chunks and has_real_title(paper) else 0)
-            if texts >= target:
+            if first or texts >= target:
                 yield window
-                window, texts, target = [], 0, min(self.window_texts, max(2 * target, texts))
+                window, texts, first = [], 0, False
         if window:
             yield window
 

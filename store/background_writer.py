@@ -3,7 +3,8 @@ embedder computes batch n + 1 while batch n is written).
 
 At most ``depth`` batches wait: a producer faster than the store blocks in ``submit`` instead of holding
 the whole corpus's vectors in memory. Batches that are waiting when the writer takes one are written with
-it, up to ``max_rows`` rows, so a store that falls behind gets larger (cheaper per row) writes. The first
+it, up to ``max_rows`` rows, so a store that falls behind gets larger (cheaper per row) writes; the first
+batch is written alone (a quick check that the store can be written at all). The first
 error the writer meets is raised in the caller's thread, by the next ``submit`` or by ``close``; nothing
 is written after it. Nothing here knows what a batch is: ``write`` does the work, ``rows`` sizes it.
 """
@@ -78,14 +79,14 @@ class BackgroundWriter(Generic[Batch]):
             raise self._error
 
     def _run(self) -> None:
-        pending = None
+        pending, first = None, True
         while True:
             batch = pending if pending is not None else self.queue.get()
             pending = None
             if batch is _STOP or self._stopping.is_set():
                 return
             batches, rows = [batch], self._rows(batch)
-            while rows < self.max_rows:  # take what waits already, up to max_rows
+            while rows < self.max_rows and not first:  # take what waits already, up to max_rows
                 try:
                     more = self.queue.get_nowait()
                 except queue.Empty:
@@ -95,6 +96,7 @@ class BackgroundWriter(Generic[Batch]):
                     break
                 batches.append(more)
                 rows += self._rows(more)
+            first = False
             try:
                 self._write(batches)
             except BaseException as e:  # noqa: BLE001 - handed to the caller's thread, which raises it
