@@ -385,7 +385,8 @@ def ingest_section(ingests: list[dict], full: list[dict], costs: list[dict]) -> 
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in ingests:
         code = r.get("code", {})
-        tree = f"{Path(code.get('tree', '?')).name}@{code.get('commit', '?')}" if code else "n/a"
+        name = r["label"].rsplit(", ", 1)[-1] if ", " in r["label"] else Path(code.get("tree", "?")).name
+        tree = f"{name}@{code.get('commit', '?')}" if code else "n/a"
         texts = f"{fmt(r['texts'])} ({fmt(r['distinct_texts'])})" if "texts" in r else f"{fmt(r['chunks'])} chunks"
         raw = r.get("raw_texts_per_s", r.get("raw_chunks_per_s"))
         papers_s = r.get("ingest_papers_per_s")
