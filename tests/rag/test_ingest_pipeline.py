@@ -250,3 +250,17 @@ def test_background_writer_hands_its_error_to_the_producer():
         writer.close()
     with pytest.raises(OSError):
         writer.close()
+
+
+def test_onnx_threads_are_the_physical_cores_hyperthread_siblings_once():
+    import os
+
+    from rag.embedding.onnx_embedder import physical_cores
+
+    allowed = sorted(os.sched_getaffinity(0))
+    # Every allowed CPU, two hyperthreads per core: half as many cores (rounded up).
+    siblings = "".join(f"processor\t: {cpu}\nphysical id\t: 0\ncore id\t: {i // 2}\n\n" for i, cpu in enumerate(allowed))
+    assert physical_cores(siblings) == (len(allowed) + 1) // 2
+    separate = "".join(f"processor\t: {cpu}\nphysical id\t: 0\ncore id\t: {i}\n\n" for i, cpu in enumerate(allowed))
+    assert physical_cores(separate) == len(allowed)
+    assert physical_cores("") == len(allowed)  # nothing usable in /proc/cpuinfo: every CPU counts
