@@ -259,7 +259,8 @@ def test_onnx_threads_are_the_physical_cores_hyperthread_siblings_once():
 
     allowed = sorted(os.sched_getaffinity(0))
     # Every allowed CPU, two hyperthreads per core: half as many cores (rounded up).
-    siblings = "".join(f"processor\t: {cpu}\nphysical id\t: 0\ncore id\t: {i // 2}\n\n" for i, cpu in enumerate(allowed))
+    siblings = "".join(f"processor\t: {cpu}\nphysical id\t: 0\ncore id\t: {i // 2}\n\n"
+                       for i, cpu in enumerate(allowed))
     assert physical_cores(siblings) == (len(allowed) + 1) // 2
     separate = "".join(f"processor\t: {cpu}\nphysical id\t: 0\ncore id\t: {i}\n\n" for i, cpu in enumerate(allowed))
     assert physical_cores(separate) == len(allowed)
