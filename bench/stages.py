@@ -360,19 +360,69 @@ def stage_quality(args) -> None:
 # --- ingest throughput -------------------------------------------------------------------------------
 
 
+def ingest_corpus(corpus: str) -> tuple[list, str]:
+    """The papers of ``--corpus``: ``bundled`` or a corpus file/folder (e.g. a SciFact slice)."""
+    if corpus == "bundled":
+        return bundled_papers(), "bundled corpus"
+    from rag.corpus.load import load_corpus
+
+    return load_corpus([Path(corpus)]).papers, Path(corpus).name
+
+
+def ingest_texts(papers, chunker) -> tuple[list[str], int]:
+    """Every text an ingest of ``papers`` embeds (chunks with their title, and for titled papers the whole
+    text and the title), and how many chunks."""
+    from rag.ingest import chunk_embedding_text, has_real_title
+
+    texts: list[str] = []
+    chunks = 0
+    for paper in papers:
+        pieces = chunker.chunk(paper)
+        chunks += len(pieces)
+        texts += [chunk_embedding_text(paper, c.text) for c in pieces]
+        if pieces and has_real_title(paper):
+            texts += [f"{paper.title.strip()} {paper.abstract}", paper.title.strip()]
+    return texts, chunks
+
+
+def code_under_test() -> dict:
+    """Which tree's ``rag`` this process imported (the bench compares main's ingest with a branch's), its
+    commit, and hashes of the ingest files."""
+    import hashlib
+
+    import rag
+
+    root = Path(rag.__file__).resolve().parents[1]
+    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    hashes = {}
+    for name in ("rag/ingest.py", "store/chroma.py"):
+        with contextlib.suppress(OSError):
+            hashes[name] = hashlib.sha256((root / name).read_bytes()).hexdigest()[:10]
+    return {"tree": str(root), "commit": commit, "files": hashes}
+
+
 def stage_ingest(args) -> None:
-    """Ingestor into a fresh Chroma store, against raw ``embed`` of the same chunks, round by round."""
+    """``Ingestor.ingest`` into a fresh Chroma store against raw ``embed`` of the same texts (each distinct text
+    once, one call), interleaved round by round in this process; model load excluded from both.
+
+    The texts are every text the ingest embeds (chunks, and whole texts and titles of titled papers), so the
+    ratio raw time / ingest time is the share of the embedder's speed the ingest keeps (1.0: chunking and
+    store writes cost nothing, or are hidden behind the embedding). Run it with ``PYTHONPATH`` set to the
+    tree to measure (``code`` in the output says which one was imported).
+    """
     from rag.ingest import Ingestor, make_chunker
     from store.chroma import ChromaStore
     from store.layout import chroma_dir
 
-    papers = bundled_papers()
+    papers, described = ingest_corpus(args.corpus)
     embedder = make_embedder(args.backend, args.cache, args.batch_size)
     max_tokens, overlap = chunk_defaults()
     chunker = make_chunker(embedder, max_tokens, overlap)
-    texts = [c.text for p in papers for c in chunker.chunk(p)]
-    load_s, _ = timed(embedder.embed, texts[:2])  # model load excluded from both sides
-    embedder.embed(texts)  # and first-call costs (torch prepares kernels per input shape)
+    texts, n_chunks = ingest_texts(papers, chunker)
+    distinct = list(dict.fromkeys(texts))
+    load_s, _ = timed(embedder.embed, distinct[:2])  # model load excluded from both sides
+    embedder.embed(distinct[:64])  # and first-call costs (torch prepares kernels per input shape)
     raw_s: list[float] = []
     ingest_s: list[float] = []
     root = Path(args.data_dir)
@@ -386,24 +436,33 @@ def stage_ingest(args) -> None:
             store = ChromaStore(path=chroma_dir(data_dir), collection=COLLECTION)
             return Ingestor(store, embedder, chunker).ingest(papers)
 
-        steps = [("raw", lambda: embedder.embed(texts)), ("ingest", ingest)]
+        steps = [("raw", lambda: embedder.embed(distinct)), ("ingest", ingest)]
         for name, fn in steps if round_ % 2 == 0 else steps[::-1]:
             elapsed, value = timed(fn)
             (raw_s if name == "raw" else ingest_s).append(elapsed)
+            print(f"round {round_} {name}: {elapsed:.1f}s", file=sys.stderr, flush=True)
             if name == "ingest":
                 report = value
         if final is not None:
             shutil.rmtree(final, ignore_errors=True)
         final = data_dir
-    pairs = [(len(texts) / i) / (len(texts) / r) for r, i in zip(raw_s, ingest_s, strict=True)]
+    pairs = [r / i for r, i in zip(raw_s, ingest_s, strict=True)]
+    session = getattr(embedder, "_session", None) if args.backend != "torch" else None
+    threads = None
+    if session is not None:
+        threads = session.get_session_options().intra_op_num_threads
     emit({
-        "stage": "ingest", "backend": args.backend, "papers": len(papers), "chunks": len(texts),
+        "stage": "ingest", "backend": args.backend, "corpus": described, "papers": len(papers), "chunks": n_chunks,
+        "texts": len(texts), "distinct_texts": len(distinct),
         "chunk_max_tokens": chunker.max_tokens, "chunk_overlap_sentences": chunker.overlap_sentences,
-        "chunks_written": report.chunks_written, "model_load_s": round(load_s, 2),
+        "chunks_written": report.chunks_written, "model_load_s": round(load_s, 2), "intra_op_threads": threads,
         "raw_embed_s": [round(t, 2) for t in raw_s], "ingest_s": [round(t, 2) for t in ingest_s],
-        "raw_chunks_per_s": round(len(texts) / statistics.median(raw_s), 2),
-        "ingest_chunks_per_s": round(len(texts) / statistics.median(ingest_s), 2),
-        "ingest_over_raw_rate": round(statistics.median(pairs), 3),
+        "raw_texts_per_s": round(len(distinct) / statistics.median(raw_s), 2),
+        "ingest_papers_per_s": round(len(papers) / statistics.median(ingest_s), 2),
+        "raw_chunks_per_s": round(n_chunks / statistics.median(raw_s), 2),
+        "ingest_chunks_per_s": round(n_chunks / statistics.median(ingest_s), 2),
+        "ingest_over_raw_rate": round(statistics.median(pairs), 3), "rounds_ratio": [round(x, 3) for x in pairs],
+        "load_average": [round(x, 1) for x in os.getloadavg()], "code": code_under_test(),
         "data_dir": str(final),
     })
 
@@ -529,22 +588,13 @@ def _vocabulary(limit: int = 50000) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(words, dtype=object), cdf / cdf[-1]
 
 
-def _sample_texts(rng, words: np.ndarray, cdf: np.ndarray, lengths: np.ndarray) -> list[str]:
-    """One text per entry of ``lengths``, words drawn with SciFact's frequencies (one draw for all)."""
-    picks = np.minimum(np.searchsorted(cdf, rng.random(int(lengths.sum())), side="right"), len(words) - 1)
-    drawn = words[picks].tolist()
-    ends = np.cumsum(lengths).tolist()
-    return [" ".join(drawn[start:end]) for start, end in zip([0, *ends[:-1]], ends, strict=True)]
-
-
 def stage_synthetic_build(args) -> None:
-    """``--chunks`` synthetic chunks (1 or 2 per paper) with random unit vectors, straight into Chroma.
+    """``--chunks`` synthetic chunks written through the product's ingest (bench/synthetic.py: ``Ingestor`` with
+    random vectors, so the store, not the model, is what is measured), then the first ``refresh``, which reads
+    every chunk back and builds BM25 and the vector table."""
+    from synthetic import RandomEmbedder, final_rate, synthetic_papers, write_through_ingest
 
-    Written the way ``ChromaStore.write_paper`` lays them out (chunk ids ``<paper_id>::<n>`` as
-    ``Chunk.chunk_id``, the same chunk metadata, paper records with ``paper_to_metadata`` and the unit
-    centroid of the paper's chunk vectors; manifest and generation through ``ChromaStore`` itself), but
-    ``--batch`` rows per ``add`` instead of one paper at a time: each batch of chunks, then its papers.
-    """
+    from rag.ingest import make_chunker
     from rag.retrieval.hybrid import HybridRetriever
     from store.bm25 import LexicalIndex
     from store.layout import lexical_dir
@@ -557,132 +607,46 @@ def stage_synthetic_build(args) -> None:
         return
     if data_dir.exists():
         shutil.rmtree(data_dir)
-    store = _open_synthetic_store(data_dir, SYNTHETIC_DIMENSION)
-    written = _write_synthetic(args, store)
-    store.bump_generation()
+    embedder = RandomEmbedder(args.seed)
+    max_tokens, overlap = chunk_defaults()
+    chunker = make_chunker(embedder, max_tokens, overlap)
+    generate_s, (papers, chunks) = timed(synthetic_papers, args.chunks, chunker, _vocabulary(), args.seed)
+    print(f"{len(papers)} papers, {chunks} chunks generated in {generate_s:.0f}s", file=sys.stderr, flush=True)
+    written = write_through_ingest(data_dir, papers, chunker, embedder)
+    report, store = written["report"], written["store"]
     rss_after_write = maxrss_mb()
     retriever = HybridRetriever(store, NoEmbedder(), LexicalIndex(lexical_dir(data_dir, COLLECTION)))
-    bm25_s, _ = timed(retriever.refresh)  # reads every chunk back and builds the BM25 index (first search)
+    bm25_s, _ = timed(retriever.refresh)  # reads every chunk back, builds BM25 and the vector table (first search)
     size_mb = sum(f.stat().st_size for f in data_dir.rglob("*") if f.is_file()) / 1e6
-    write_s, progress = written["write_s"], written["progress"]
+    write_s, papers_n = written["write_s"], len(papers)
     result = {
-        "stage": "synthetic-build", "chunks": written["chunks"], "papers": written["papers"],
-        "write_s": round(write_s, 1), "generate_s": round(written["generate_s"], 1),
-        "chunks_add_s": round(written["chunks_add_s"], 1), "papers_add_s": round(written["papers_add_s"], 1),
-        "chunks_per_s": round(written["chunks"] / write_s, 1), "final_chunks_per_s": _final_rate(progress),
-        "bm25_build_s": round(bm25_s, 1), "disk_mb": round(size_mb, 1), "batch": written["batch"],
-        "maxrss_after_write_mb": round(rss_after_write, 1), "progress": progress,
-        "load_average": [round(x, 1) for x in os.getloadavg()],
+        "stage": "synthetic-build", "writer": "Ingestor", "chunks": report.chunks_written, "papers": papers_n,
+        "write_s": round(write_s, 1), "generate_s": round(generate_s, 1),
+        "chunks_per_s": round(report.chunks_written / write_s, 1),
+        "rows_per_s": round((report.chunks_written + papers_n) / write_s, 1),
+        "final_papers_per_s": final_rate(written["progress"]),
+        "final_chunks_per_s": round(final_rate(written["progress"]) * report.chunks_written / papers_n, 1),
+        "bm25_build_s": round(bm25_s, 1), "disk_mb": round(size_mb, 1),
+        "maxrss_after_write_mb": round(rss_after_write, 1),
+        "progress": written["progress"][:: max(1, len(written["progress"]) // 200)],
+        "load_average": [round(x, 1) for x in os.getloadavg()], "code": code_under_test(),
     }
     result["maxrss_mb"] = round(maxrss_mb(), 1)
     done_file.write_text(json.dumps(result))
     emit(result)
 
 
-SYNTHETIC_DIMENSION = 384
+def stage_write_costs(args) -> None:
+    """What a Chroma row costs by its parts, and the ingest path's rows/s, in one process (bench/synthetic.py)."""
+    from synthetic import RandomEmbedder, write_costs
 
-
-def _open_synthetic_store(data_dir: Path, dim: int):
-    """A fresh store with the manifest an ingest would record, marked as being written."""
-    from rag.corpus.chunking import CHUNKER_VERSION
-    from store.chroma import ChromaStore
-    from store.layout import chroma_dir
+    from rag.ingest import make_chunker
 
     max_tokens, overlap = chunk_defaults()
-    store = ChromaStore(path=chroma_dir(data_dir), collection=COLLECTION)
-    store.open_for_writing({
-        "embedding_model": NoEmbedder.name, "embedding_dimension": dim, "chunk_max_tokens": max_tokens,
-        "chunk_overlap_sentences": overlap, "chunker": CHUNKER_VERSION,
-    })
-    store.begin_write()  # as an ingest does: "writing" until bump_generation
-    return store
-
-
-def _write_synthetic(args, store) -> dict:
-    """Generate and add batches until ``args.chunks`` chunks are written; the times and progress of it."""
-    from store.layout import papers_collection
-
-    rng = np.random.default_rng(args.seed)
-    vocabulary = _vocabulary()
-    chunks_col = store.client.get_collection(COLLECTION, embedding_function=None)
-    papers_col = store.client.get_collection(papers_collection(COLLECTION), embedding_function=None)
-    batch = min(args.batch, int(store.client.get_max_batch_size()))
-    written = paper_no = 0
-    gen_s = chunks_add_s = papers_add_s = 0.0
-    progress: list[list[float]] = []  # [chunks written so far, seconds for this batch (both adds)]
-    started = time.perf_counter()
-    while written < args.chunks:
-        g0 = time.perf_counter()
-        sizes = _paper_sizes(min(batch, args.chunks - written), paper_no)
-        chunk_rows, paper_rows = _synthetic_batch(rng, vocabulary, sizes, paper_no, SYNTHETIC_DIMENSION)
-        paper_no += len(sizes)
-        n = sum(sizes)
-        gen_s += time.perf_counter() - g0
-        t, _ = timed(chunks_col.add, **chunk_rows)
-        chunks_add_s += t
-        # Paper records after their chunks, as write_paper orders them (the record marks the paper done).
-        u, _ = timed(papers_col.add, **paper_rows)
-        papers_add_s += u
-        written += n
-        progress.append([written, round(t + u, 2)])
-        elapsed = time.perf_counter() - started
-        print(f"{written}/{args.chunks} chunks, {paper_no} papers in {elapsed:.0f}s "
-              f"(this batch {t + u:.1f}s: {n / (t + u):.0f} chunks/s)", file=sys.stderr, flush=True)
-    return {"chunks": written, "papers": paper_no, "write_s": time.perf_counter() - started, "generate_s": gen_s,
-            "chunks_add_s": chunks_add_s, "papers_add_s": papers_add_s, "progress": progress, "batch": batch}
-
-
-def _paper_sizes(room: int, paper_no: int) -> list[int]:
-    """Papers of 1 or 2 chunks, alternately (1.5 per paper), until ``room`` chunks are used."""
-    sizes: list[int] = []
-    while room > 0:
-        sizes.append(min(1 + (paper_no + len(sizes)) % 2, room))
-        room -= sizes[-1]
-    return sizes
-
-
-def _synthetic_batch(rng, vocabulary, sizes: list[int], paper_no: int, dim: int) -> tuple[dict, dict]:
-    """The ``add`` arguments of one batch: its chunks, and its papers (numbered from ``paper_no``)."""
-    from rag.types import Chunk, Paper
-    from store.paper_records import paper_to_metadata
-
-    words, cdf = vocabulary
-    n = sum(sizes)
-    texts = _sample_texts(rng, words, cdf, np.clip(rng.normal(140, 40, n), 30, 220).astype(np.int64))
-    titles = _sample_texts(rng, words, cdf, np.full(len(sizes), 6, dtype=np.int64))
-    vectors = _random_unit(rng, n, dim)
-    ids, metas = [], []
-    p_ids, p_docs, p_metas = [], [], []
-    centroids = np.empty((len(sizes), dim), dtype=np.float32)
-    row = 0
-    for j, size in enumerate(sizes):
-        pid = f"syn{paper_no + j:07d}"
-        offset = 0
-        for i in range(size):
-            text = texts[row + i]
-            chunk = Chunk(paper_id=pid, index=i, text=text, start=offset, end=offset + len(text))
-            ids.append(chunk.chunk_id)
-            metas.append({"paper_id": chunk.paper_id, "chunk": chunk.index, "start": chunk.start,
-                          "end": chunk.end})
-            offset += len(text) + 1
-        centroid = vectors[row:row + size].mean(axis=0)
-        centroids[j] = centroid / np.linalg.norm(centroid)
-        paper = Paper(paper_id=pid, title=titles[j].capitalize(), abstract=" ".join(texts[row:row + size]),
-                      source="synthetic.jsonl", ordinal=paper_no + j + 1, title_given=True)
-        p_ids.append(pid)
-        p_docs.append(paper.abstract)
-        p_metas.append(paper_to_metadata(paper))
-        row += size
-    return ({"ids": ids, "embeddings": vectors, "documents": texts, "metadatas": metas},
-            {"ids": p_ids, "embeddings": centroids, "documents": p_docs, "metadatas": p_metas})
-
-
-def _final_rate(progress: list[list[float]]) -> float:
-    """Chunks/s over the last tenth of the batches: the write rate at this size (HNSW inserts slow down as
-    the graph grows)."""
-    tail = progress[-max(1, len(progress) // 10):]
-    tail_chunks = tail[-1][0] - (progress[-len(tail) - 1][0] if len(progress) > len(tail) else 0)
-    return round(tail_chunks / sum(s for _, s in tail), 1)
+    chunker = make_chunker(RandomEmbedder(), max_tokens, overlap)
+    costs = write_costs(args.data_dir, args.rows, args.batch, _vocabulary(), chunker, rounds=args.rounds)
+    emit({"stage": "write-costs", "rows": args.rows, "batch": args.batch, "variants": costs,
+          "load_average": [round(x, 1) for x in os.getloadavg()], "code": code_under_test()})
 
 
 def main(argv=None) -> None:
@@ -721,6 +685,7 @@ def main(argv=None) -> None:
 
     p = common(sub.add_parser("ingest"))
     p.add_argument("--backend", choices=BACKENDS, default="onnx")
+    p.add_argument("--corpus", default="bundled", help="bundled, or a corpus file or folder (e.g. a SciFact slice)")
     p.add_argument("--data-dir", type=Path, required=True)
     p.add_argument("--rounds", type=int, default=2)
     p.set_defaults(func=stage_ingest)
@@ -737,10 +702,16 @@ def main(argv=None) -> None:
     p = common(sub.add_parser("synthetic-build"), cache=False)
     p.add_argument("--chunks", type=int, required=True)
     p.add_argument("--data-dir", type=Path, required=True)
-    p.add_argument("--batch", type=int, default=5000)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--force", action="store_true")
     p.set_defaults(func=stage_synthetic_build)
+
+    p = common(sub.add_parser("write-costs"), cache=False)
+    p.add_argument("--data-dir", type=Path, required=True)
+    p.add_argument("--rows", type=int, default=6000)
+    p.add_argument("--batch", type=int, default=2000)
+    p.add_argument("--rounds", type=int, default=2)
+    p.set_defaults(func=stage_write_costs)
 
     args = parser.parse_args(argv)
     args.func(args)

@@ -85,9 +85,11 @@ class Components:
     """Every part built from ``settings``, each once; the parts given here are used instead of built."""
 
     def __init__(self, settings: Settings, *, embedder: Embedder | None = None, chat_model=None,
-                 store: ChromaStore | None = None, warn: Callable[[str], None] = say) -> None:
+                 store: ChromaStore | None = None, warn: Callable[[str], None] = say,
+                 show_progress: bool | None = None) -> None:
         self.settings = settings
         self.warn = warn
+        self.show_progress = show_progress  # ingest progress on stderr; None: when stderr is a terminal
         self._lock = threading.RLock()  # the embedded server must start once, however many sessions ask
         given = {"embedder": embedder, "chat_model": chat_model, "store": store}
         self._given = {name for name, part in given.items() if part is not None}
@@ -141,7 +143,8 @@ class Components:
         return self._part("retriever", build)
 
     def ingestor(self, *, show_progress: bool | None = None) -> Ingestor:
-        progress = ProgressBar("embedding", enabled=show_progress)
+        shown = self.show_progress if show_progress is None else show_progress
+        progress = ProgressBar("ingest", unit="papers", enabled=shown)
         return Ingestor(self.store, self.embedder, self.chunker, progress=progress)
 
     def ingest_files(self, paths: Sequence[str | Path] = (), *, rebuild: bool = False) -> IngestRun:

@@ -4,6 +4,7 @@
   changed one replaces its chunks (chunk ids are ``paper_id::n``, so nothing is ever duplicated).
 * Resumable: a paper's record is written after its chunks and is the marker that the paper is done,
   so an ingest killed at any point and run again ends exactly as a clean run would.
+* Fast: embedding and store writes overlap, writes are batched (``Ingestor``).
 * Serialised: an exclusive lock file in the data folder; a second ingest fails at once with a clear
   message instead of interleaving writes.
 """
@@ -20,11 +21,13 @@ from pathlib import Path
 import numpy as np
 
 from rag.corpus.chunking import CHUNKER_VERSION, Chunker
+from rag.embedding.batching import embed_distinct_by_length
 from rag.embedding.models import Embedder
 from rag.errors import ConfigError, IndexLocked, StoreError
 from rag.settings import BUNDLED_CORPUS, Settings
-from rag.types import Paper
-from store.chroma import ChromaStore
+from rag.types import Chunk, Paper
+from store.background_writer import BackgroundWriter
+from store.chroma import ChromaStore, PaperWrite
 from store.layout import LOCK_FILE
 
 
@@ -52,6 +55,8 @@ class IngestReport:
 # 2: chunks of titled papers are embedded with their title; each paper stores a profile vector (below).
 # 3: paper ids are namespaced by their file (``corpus.jsonl#doc1``), so two files never collide.
 INDEX_FORMAT = 3
+
+MIN_WINDOW_TEXTS = 32  # texts embedded together at least (one embedding batch), the first paper aside
 
 # A paper's dense score is ``chunk_weight * best chunk similarity + q . profile``, where the profile mixes
 # the paper-level vectors: the whole text and the title add evidence a single chunk lacks. Weights tuned on
@@ -149,7 +154,13 @@ def ingest_lock(folder: Path) -> Iterator[None]:
 
 
 class Ingestor:
-    """Writes papers into the store; receives its parts, builds none of them."""
+    """Writes papers into the store; receives its parts, builds none of them.
+
+    Embedding and store writes overlap: the calling thread embeds window after window of papers while a
+    writer thread (store.background_writer) stores the previous ones, a few windows at most waiting
+    between them (``_windows`` says how big). Each window's texts are embedded longest first and each
+    distinct text once (rag.embedding.batching). ``progress(papers stored, papers to store)``.
+    """
 
     def __init__(
         self,
@@ -158,11 +169,18 @@ class Ingestor:
         chunker: Chunker,
         *,
         progress: Callable[[int, int], None] | None = None,
+        window_texts: int = 512,
+        queue_depth: int = 2,
+        write_rows: int = 4000,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.chunker = chunker
         self.progress = progress
+        self.window_texts = max(1, window_texts)
+        self.queue_depth = queue_depth
+        self.write_rows = write_rows
+        self.texts_embedded = 0  # distinct texts embedded by the last ingest (a text repeated is embedded once)
 
     def ingest(self, papers: Sequence[Paper], *, complete_sources: set[str] | None = None) -> IngestReport:
         """Store ``papers``. For each file label in ``complete_sources`` (a file that loaded without
@@ -184,9 +202,10 @@ class Ingestor:
             if complete_sources and pid not in wanted and _file_of(pid, complete_sources)
         ]
         unfinished = self.store.write_unfinished()  # an earlier ingest stopped mid-write: finish its job
+        self.texts_embedded = 0
         if todo or stale or unfinished:
             self.store.begin_write()
-            self._write(todo, report)
+            self._write(todo, report, unfinished=unfinished)
             if stale:
                 self.store.delete_papers(stale)
                 report.removed = len(stale)
@@ -196,48 +215,75 @@ class Ingestor:
         report.papers_in_index, report.chunks_in_index = self.store.counts()
         return report
 
-    def _write(self, todo: list[tuple[Paper, bool]], report: IngestReport) -> None:
-        chunked = [(paper, existed, self.chunker.chunk(paper)) for paper, existed in todo]
-        total = sum(len(chunks) for _, _, chunks in chunked)
-        done = 0
-        # Embed across papers in batches, but write paper by paper so each paper is atomic.
-        batch: list[tuple[Paper, bool, list]] = []
-        batch_chunks = 0
-        for item in chunked:
-            batch.append(item)
-            batch_chunks += len(item[2])
-            if batch_chunks >= 64:
-                done = self._flush(batch, report, done, total)
-                batch, batch_chunks = [], 0
-        if batch:
-            self._flush(batch, report, done, total)
+    def _write(self, todo: list[tuple[Paper, bool]], report: IngestReport, *, unfinished: bool) -> None:
+        total = len(todo)
 
-    def _flush(self, batch, report: IngestReport, done: int, total: int) -> int:
-        texts = [chunk_embedding_text(paper, c.text) for paper, _, chunks in batch for c in chunks]
+        def store(batches: list[list[tuple[PaperWrite, bool]]]) -> None:  # in the writer thread
+            writes = [item for batch in batches for item in batch]
+            self.store.write_papers([w for w, _ in writes])
+            for w, existed in writes:
+                report.chunks_written += len(w.chunks)
+                report.written_ids.append(w.paper.paper_id)
+                if existed:
+                    report.updated += 1
+                    report.updated_ids.append(w.paper.paper_id)
+                else:
+                    report.added += 1
+            if self.progress is not None:
+                self.progress(len(report.written_ids), total)
+
+        # A paper stored before may have more chunks than now; so may one an earlier ingest left unfinished.
+        def replace(existed: bool) -> bool:
+            return existed or unfinished
+
+        writer: BackgroundWriter[list[tuple[PaperWrite, bool]]] = BackgroundWriter(
+            store, depth=self.queue_depth, max_rows=self.write_rows,
+            rows=lambda batch: sum(len(w.chunks) + 1 for w, _ in batch),
+        )
+        try:
+            for window in self._windows(todo):
+                writer.submit(self._embed(window, replace))
+            writer.close()
+        except BaseException:
+            writer.abort()  # the write under way finishes; whatever is left is written again by the next ingest
+            raise
+
+    def _windows(self, todo: list[tuple[Paper, bool]]) -> Iterator[list[tuple[Paper, bool, list[Chunk]]]]:
+        """Papers with their chunks: the first paper alone (the writer stores it while the next window is
+        embedded: a store that cannot be written fails after one window, not after the corpus), then windows
+        of about an eighth of the work (so that the last write, which nothing hides, is short), between one
+        embedding batch (``MIN_WINDOW_TEXTS``) and ``window_texts`` texts."""
+        target = min(self.window_texts, max(MIN_WINDOW_TEXTS, len(todo) // 8))
+        window: list[tuple[Paper, bool, list[Chunk]]] = []
+        texts, first = 0, True
+        for paper, existed in todo:
+            chunks = self.chunker.chunk(paper)
+            window.append((paper, existed, chunks))
+            texts += len(chunks) + (2 if chunks and has_real_title(paper) else 0)
+            if first or texts >= target:
+                yield window
+                window, texts, first = [], 0, False
+        if window:
+            yield window
+
+    def _embed(self, window: list[tuple[Paper, bool, list[Chunk]]], replace) -> list[tuple[PaperWrite, bool]]:
+        """The window's papers ready to store, each with whether it was stored before."""
+        texts = [chunk_embedding_text(paper, c.text) for paper, _, chunks in window for c in chunks]
         n_chunks = len(texts)
         # Titled papers also embed their title and their whole text (title + abstract, as BEIR does).
-        titled = [paper for paper, _, chunks in batch if chunks and has_real_title(paper)]
+        titled = [paper for paper, _, chunks in window if chunks and has_real_title(paper)]
         texts += [f"{p.title.strip()} {p.abstract}" for p in titled] + [p.title.strip() for p in titled]
-        vectors = self.embedder.embed(texts)
+        vectors, distinct = embed_distinct_by_length(self.embedder, texts)
+        self.texts_embedded += distinct
         documents = dict(zip((p.paper_id for p in titled), vectors[n_chunks : n_chunks + len(titled)], strict=True))
         titles = dict(zip((p.paper_id for p in titled), vectors[n_chunks + len(titled) :], strict=True))
-        offset = 0
-        for paper, existed, chunks in batch:
+        writes, offset = [], 0
+        for paper, existed, chunks in window:
             chunk_vectors = vectors[offset : offset + len(chunks)]
             profile = paper_profile(paper, chunk_vectors, documents.get(paper.paper_id), titles.get(paper.paper_id))
-            self.store.write_paper(paper, chunks, chunk_vectors, profile=profile)
+            writes.append((PaperWrite(paper, chunks, chunk_vectors, profile, replace=replace(existed)), existed))
             offset += len(chunks)
-            report.chunks_written += len(chunks)
-            report.written_ids.append(paper.paper_id)
-            if existed:
-                report.updated += 1
-                report.updated_ids.append(paper.paper_id)
-            else:
-                report.added += 1
-        done += n_chunks
-        if self.progress is not None:
-            self.progress(done, total)
-        return done
+        return writes
 
 
 def _file_of(paper_id: str, labels: set[str]) -> str | None:

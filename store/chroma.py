@@ -14,6 +14,7 @@ process or machine) notice that they are stale.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,13 +26,32 @@ from store.chroma_reads import ChromaReader
 from store.layout import papers_collection
 from store.paper_records import paper_to_metadata
 
+_WRITE_BATCH = 5000  # rows per upsert at most (Chroma's own limit may be lower)
+_DELETE_BATCH = 500  # paper ids per delete filter
+
 _MANIFEST_KEYS = (
     "embedding_model", "embedding_dimension", "chunk_max_tokens", "chunk_overlap_sentences", "chunker", "index_format",
 )
 
 
+@dataclass(frozen=True)
+class PaperWrite:
+    """One paper to store: its chunks and their vectors (row i is chunk i), and its profile
+    (rag.ingest.PaperVectors; None: the unit mean of the chunk vectors). ``replace``: the paper may have
+    chunks from an earlier version (it was stored, or an earlier ingest stopped) to delete beyond the new count.
+    """
+
+    paper: Paper
+    chunks: Sequence[Chunk]
+    vectors: np.ndarray
+    profile: Any = None
+    replace: bool = True
+
+
 class ChromaStore(ChromaReader):
     """Chunks and papers of one corpus in Chroma, embedded (a folder) or on a server (host:port)."""
+
+    _max_rows: int | None = None
 
     def __repr__(self) -> str:
         return f"ChromaStore({self.location})"
@@ -100,40 +120,76 @@ class ChromaStore(ChromaReader):
 
     # --- writes --------------------------------------------------------------------------------
 
-    def write_paper(self, paper: Paper, chunks: Sequence[Chunk], vectors: np.ndarray, profile=None) -> None:
-        """Chunks first, stale chunks removed, then the paper record that marks the paper as done.
+    def write_papers(self, writes: Sequence[PaperWrite]) -> None:
+        """Store several papers in a few Chroma calls: every chunk first, then the chunks their earlier
+        versions had beyond the new count are deleted, then the paper records that mark the papers as done.
 
-        The paper record's vector is ``profile.unit`` (rag.ingest.PaperVectors), its length and the weight
-        of the best chunk in its metadata; without a profile, the unit mean of the chunk vectors.
+        A write stopped anywhere leaves papers whose records are missing or carry their old hash: the next
+        ingest writes them again over the same chunk ids. Batching matters: each Chroma call costs tens of
+        milliseconds whatever its size (a transaction and its log), a row a few (bench/results/report.md).
         """
-        if chunks:
+        if not writes:
+            return
+        step = self._write_batch()
+        rows = [(c, vector) for w in writes for c, vector in zip(w.chunks, w.vectors, strict=True)]
+        for start in range(0, len(rows), step):
+            part = rows[start : start + step]
             self._call(
                 "write chunks",
                 self._chunks.upsert,
-                ids=[c.chunk_id for c in chunks],
-                embeddings=vectors,
-                documents=[c.text for c in chunks],
-                metadatas=[
-                    {"paper_id": c.paper_id, "chunk": c.index, "start": c.start, "end": c.end} for c in chunks
-                ],
+                ids=[c.chunk_id for c, _ in part],
+                embeddings=np.asarray([v for _, v in part], dtype=np.float32),
+                documents=[c.text for c, _ in part],
+                metadatas=[{"paper_id": c.paper_id, "chunk": c.index, "start": c.start, "end": c.end} for c, _ in part],
             )
-        self._delete_chunks(paper.paper_id, keep=len(chunks))
-        if profile is None:
-            centroid = vectors.mean(axis=0) if len(vectors) else np.zeros(self._dimension(), dtype=np.float32)
-            norm = float(np.linalg.norm(centroid))
-            vector, length, chunk_weight = (centroid / norm if norm > 0 else centroid), 0.5, 0.5
-        else:
-            vector, length, chunk_weight = profile.unit, profile.norm, profile.chunk_weight
-        meta = {**paper_to_metadata(paper), "n_chunks": len(chunks), "profile_norm": float(length),
-                "chunk_weight": float(chunk_weight)}
-        self._call(
-            "write a paper",
-            self._papers.upsert,
-            ids=[paper.paper_id],
-            embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
-            documents=[paper.abstract],
-            metadatas=[meta],
-        )
+        self._delete_chunks_beyond([w for w in writes if w.replace])
+        for start in range(0, len(writes), step):
+            part = writes[start : start + step]
+            records = [self._record_vector(w) for w in part]
+            self._call(
+                "write papers",
+                self._papers.upsert,
+                ids=[w.paper.paper_id for w in part],
+                embeddings=np.vstack([unit for unit, _, _ in records]),
+                documents=[w.paper.abstract for w in part],
+                metadatas=[{**paper_to_metadata(w.paper), "n_chunks": len(w.chunks), "profile_norm": length,
+                            "chunk_weight": weight} for w, (_, length, weight) in zip(part, records, strict=True)],
+            )
+
+    def write_paper(self, paper: Paper, chunks: Sequence[Chunk], vectors: np.ndarray, profile=None) -> None:
+        """One paper (``write_papers`` of one)."""
+        self.write_papers([PaperWrite(paper, list(chunks), vectors, profile)])
+
+    def _record_vector(self, write: PaperWrite) -> tuple[np.ndarray, float, float]:
+        """(unit vector, its length before normalising, weight of the best chunk) of a paper record: the
+        profile's (rag.ingest.PaperVectors), or without one the unit mean of the chunk vectors."""
+        if write.profile is not None:
+            p = write.profile
+            return np.asarray(p.unit, dtype=np.float32).reshape(1, -1), float(p.norm), float(p.chunk_weight)
+        vectors = write.vectors
+        centroid = vectors.mean(axis=0) if len(vectors) else np.zeros(self._dimension(), dtype=np.float32)
+        norm = float(np.linalg.norm(centroid))
+        unit = centroid / norm if norm > 0 else centroid
+        return np.asarray(unit, dtype=np.float32).reshape(1, -1), 0.5, 0.5
+
+    def _write_batch(self) -> int:
+        """Rows per Chroma call: its own limit (SQLite's variables), at most ``_WRITE_BATCH``."""
+        if self._max_rows is None:
+            self._max_rows = max(1, min(_WRITE_BATCH, int(self._call("write chunks", self.client.get_max_batch_size))))
+        return self._max_rows
+
+    def _delete_chunks_beyond(self, writes: Sequence[PaperWrite]) -> None:
+        """Delete each paper's chunks numbered from its new chunk count on: one call per distinct count."""
+        by_count: dict[int, list[str]] = {}
+        for w in writes:
+            by_count.setdefault(len(w.chunks), []).append(w.paper.paper_id)
+        for keep, paper_ids in sorted(by_count.items()):
+            for start in range(0, len(paper_ids), _DELETE_BATCH):
+                ids = paper_ids[start : start + _DELETE_BATCH]
+                where: dict[str, Any] = {"paper_id": {"$in": ids}}
+                if keep:
+                    where = {"$and": [where, {"chunk": {"$gte": keep}}]}
+                self._call("delete old chunks", self._chunks.delete, where=where)
 
     def _dimension(self) -> int:
         return int((self._chunks.metadata or {}).get("embedding_dimension") or 1)

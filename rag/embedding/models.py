@@ -202,8 +202,9 @@ class SentenceTransformerEmbedder:
 class ProgressBar:
     """A one-line progress bar with rate and ETA on a terminal; silent when stderr is not a terminal."""
 
-    def __init__(self, label: str, *, stream=None, enabled: bool | None = None) -> None:
+    def __init__(self, label: str, *, unit: str = "", stream=None, enabled: bool | None = None) -> None:
         self.label = label
+        self.unit = f" {unit}" if unit else ""
         self.stream = stream or sys.stderr
         self.enabled = self.stream.isatty() if enabled is None else enabled
         self.started = time.monotonic()
@@ -223,7 +224,7 @@ class ProgressBar:
         filled = int(width * done / total)
         bar = "#" * filled + "-" * (width - filled)
         self.stream.write(
-            f"\r{self.label} [{bar}] {done}/{total} {rate:.1f}/s ETA {_clock(eta)} "
+            f"\r{self.label} [{bar}] {done}/{total}{self.unit} {rate:.1f}{self.unit}/s ETA {_clock(eta)} "
             + ("\n" if done >= total else "")
         )
         self.stream.flush()

@@ -15,6 +15,7 @@ rag.embedding.onnx (laid out by rag.embedding.onnx_files).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -129,8 +130,8 @@ class OnnxEmbedder:
         options.log_severity_level = 3
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.inter_op_num_threads = 1
-        if self.threads:
-            options.intra_op_num_threads = int(self.threads)
+        # One thread per physical core: hyperthread siblings share a core's vector units and slow each other.
+        options.intra_op_num_threads = int(self.threads or physical_cores())
         try:
             session = ort.InferenceSession(str(self.onnx_path), options, providers=["CPUExecutionProvider"])
         except Exception as e:  # onnxruntime raises its own Fail / InvalidProtobuf / RuntimeException
@@ -199,6 +200,33 @@ class OnnxEmbedder:
             if self.progress is not None:
                 self.progress(done, total)
         return l2_normalise(out)
+
+
+def physical_cores(cpuinfo: str | None = None) -> int:
+    """Physical cores this process may run on (hyperthread siblings counted once); at least 1.
+
+    ``cpuinfo``: the text of /proc/cpuinfo (read when None); where it says nothing usable, every CPU
+    the process may use counts."""
+    try:
+        allowed = os.sched_getaffinity(0)
+    except (AttributeError, OSError):
+        allowed = set(range(os.cpu_count() or 1))
+    try:
+        text = cpuinfo if cpuinfo is not None else Path("/proc/cpuinfo").read_text()
+    except OSError:
+        text = ""
+    cores, cpu, fields = set(), None, {}
+    for line in [*text.splitlines(), ""]:
+        key, _, value = (part.strip() for part in line.partition(":"))
+        if not key:  # a blank line ends one processor's block
+            if cpu is not None and cpu in allowed and "core id" in fields:
+                cores.add((fields.get("physical id", "0"), fields["core id"]))
+            cpu, fields = None, {}
+        elif key == "processor" and value.isdigit():
+            cpu = int(value)
+        else:
+            fields[key] = value
+    return max(1, len(cores) if cores else len(allowed))
 
 
 def mean_pool(token_embeddings: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:

@@ -37,7 +37,7 @@ def install_pause_points(point: str) -> None:
     from store.chroma import ChromaStore
 
     written = 0
-    real_open, real_write = ChromaStore.open_for_writing, ChromaStore.write_paper
+    real_open, real_write = ChromaStore.open_for_writing, ChromaStore.write_papers
     real_delete, real_bump = ChromaStore.delete_papers, ChromaStore.bump_generation
 
     def open_for_writing(self, manifest):
@@ -45,24 +45,26 @@ def install_pause_points(point: str) -> None:
         if point == "manifest":
             pause(point)
 
-    def write_paper(self, paper, chunks, vectors, profile=None):
+    def write_papers(self, writes):
+        # One paper at a time, so that each point is the state after (or inside) one paper's write.
         nonlocal written
-        written += 1
-        if point == f"chunks:{written}":
-            real_call = self._call
+        for write in writes:
+            written += 1
+            if point == f"chunks:{written}":
+                real_call = self._call
 
-            def call(doing, fn, *args, **kwargs):
-                if doing == "write a paper":
-                    pause(point)
-                return real_call(doing, fn, *args, **kwargs)
+                def call(doing, fn, *args, real_call=real_call, **kwargs):
+                    if doing == "write papers":
+                        pause(point)
+                    return real_call(doing, fn, *args, **kwargs)
 
-            self._call = call
-        try:
-            real_write(self, paper, chunks, vectors, profile=profile)
-        finally:
-            self.__dict__.pop("_call", None)
-        if point == f"paper:{written}":
-            pause(point)
+                self._call = call
+            try:
+                real_write(self, [write])
+            finally:
+                self.__dict__.pop("_call", None)
+            if point == f"paper:{written}":
+                pause(point)
 
     def delete_papers(self, paper_ids):
         if point == "delete" and paper_ids:
@@ -76,7 +78,7 @@ def install_pause_points(point: str) -> None:
         return real_bump(self)
 
     ChromaStore.open_for_writing = open_for_writing
-    ChromaStore.write_paper = write_paper
+    ChromaStore.write_papers = write_papers
     ChromaStore.delete_papers = delete_papers
     ChromaStore.bump_generation = bump_generation
 

@@ -101,24 +101,26 @@ def test_interrupted_write_resumes_to_clean_state(tmp_path, fake_embedder):
 
     broken = ChromaStore(path=tmp_path / "broken", collection="test-papers")
     ingestor = Ingestor(broken, fake_embedder, Chunker(fake_embedder.count_tokens, 12, 1))
-    real_write = broken.write_paper
+    real_write = broken.write_papers
     written = []
 
-    def dying_write(paper, chunks, vectors, profile=None):
-        if len(written) == 3:
-            # Chunks of the 4th paper land, its record does not: as if killed in between.
-            broken._chunks.upsert(ids=[c.chunk_id for c in chunks], embeddings=vectors,
-                                  documents=[c.text for c in chunks],
-                                  metadatas=[{"paper_id": c.paper_id, "chunk": c.index, "start": c.start,
-                                              "end": c.end} for c in chunks])
-            raise KeyboardInterrupt
-        written.append(paper.paper_id)
-        real_write(paper, chunks, vectors, profile=profile)
+    def dying_write(writes):
+        for write in writes:
+            if len(written) == 3:
+                # Chunks of the 4th paper land, its record does not: as if killed in between.
+                chunks, vectors = write.chunks, write.vectors
+                broken._chunks.upsert(ids=[c.chunk_id for c in chunks], embeddings=vectors,
+                                      documents=[c.text for c in chunks],
+                                      metadatas=[{"paper_id": c.paper_id, "chunk": c.index, "start": c.start,
+                                                  "end": c.end} for c in chunks])
+                raise KeyboardInterrupt
+            written.append(write.paper.paper_id)
+            real_write([write])
 
-    broken.write_paper = dying_write
+    broken.write_papers = dying_write
     with pytest.raises(KeyboardInterrupt):
         ingestor.ingest(papers)
-    broken.write_paper = real_write
+    broken.write_papers = real_write
     ingestor.ingest(papers)
     assert broken.counts() == clean.counts()
     assert all_chunks(broken) == all_chunks(clean)

@@ -29,7 +29,8 @@ def components_from_args(args: argparse.Namespace) -> Components:
         overrides["top_k"] = args.k
     if getattr(args, "extractive", False):
         overrides["llm"] = "extractive"
-    return Components(load_settings(**overrides), **getattr(args, "parts", {}))
+    quiet = getattr(args, "json", False)  # --json: nothing on stderr but errors (no ingest progress)
+    return Components(load_settings(**overrides), show_progress=False if quiet else None, **getattr(args, "parts", {}))
 
 
 def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None, *,
