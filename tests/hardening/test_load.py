@@ -32,6 +32,7 @@ ARTIFACT = PROJECT_ROOT / "tests" / "artifacts" / "load.txt"
 def questions() -> list[tuple[str, str, str]]:
     """(question, its token, the Sources line it must get): questions that name a paper, one per session."""
     from rag.corpus.load import load_corpus
+    from rag.labels import place_label
     from rag.retrieval.hybrid import _name_pattern
 
     papers = [p for p in load_corpus([BUNDLED_CORPUS]).papers if _name_pattern(p.title)][:SESSIONS]
@@ -40,7 +41,7 @@ def questions() -> list[tuple[str, str, str]]:
     for i, paper in enumerate(papers):
         token = f"zq{i * 7919 + 0x1000:08x}"
         out.append((f"What does {paper.title} propose? (ref {token})", token,
-                    f"[1] {paper.title} — {paper.source} #{paper.ordinal}"))
+                    f"[1] {paper.title} — {place_label(paper.source, paper.ordinal, venue=paper.venue)}"))
     return out
 
 
