@@ -31,7 +31,7 @@ def wait_for(proc: subprocess.Popen, line: str, timeout: float = 120) -> None:
     raise AssertionError(f"the ingest never printed {line!r}: {proc.stderr.read()[-2000:]}")
 
 
-@pytest.mark.parametrize("stall_at", [2, 4])
+@pytest.mark.parametrize("stall_at", [2])
 def test_ingest_killed_with_a_full_writer_queue_then_rerun_matches_a_clean_run(tmp_path, stall_at):
     killed_dir, clean_dir = tmp_path / "killed", tmp_path / "clean"
     proc = subprocess.Popen(

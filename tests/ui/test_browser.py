@@ -200,8 +200,11 @@ def test_stop_new_chat_and_separate_sessions(browser, app, dialogs):
     expect(bob.locator(SOURCES)).to_contain_text("Retrieved papers (the answer was stopped)")
     expect(bob.locator("#pc-stop")).to_be_hidden()
     bob.screenshot(path=str(ARTIFACTS / "stopped.png"))
+    # Gradio may deliver one late update of the cancelled stream; the app shows the stopped turn again once it
+    # could have landed (STOP_SETTLE_SECONDS): read the turn after that, then check nothing more arrives.
+    time.sleep(1.5)
     stopped = last_bot_text(bob)
-    assert "MA-RAG was evaluated" in stopped and len(stopped) < len(SLOW_REPLY)
+    assert "MA-RAG was evaluated" in stopped and "Stopped" in stopped and len(stopped) < len(SLOW_REPLY) + 100
     time.sleep(1.0)
     assert last_bot_text(bob) == stopped  # nothing more arrives after Stop
 
