@@ -24,7 +24,6 @@ Each ``--*-data`` is the data folder of an index of that corpus (``paperchat ing
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from rag.evaluation import ndcg_at_k  # noqa: E402  (after the path: run as a script from anywhere)
+from rag.retrieval.hybrid import fusion_weights  # noqa: E402
 
 STEPS = (0.2, 0.1, 0.05, 0.025)
 
@@ -45,11 +47,6 @@ class Question:
     pinned: set[str]  # papers a follow-up points at: first whatever the fusion says
 
 
-def weights_of(dense: float, paper_share: float, title: float) -> np.ndarray:
-    lexical = 1 - dense
-    return np.array([dense, lexical * (1 - paper_share), lexical * paper_share, title])
-
-
 def ranked(q: Question, w: np.ndarray) -> list[str]:
     scores = q.features @ w
     order = sorted(range(len(q.keys)), key=lambda i: (-(q.keys[i] in q.pinned), -scores[i], q.keys[i]))
@@ -61,9 +58,7 @@ def metrics(questions: list[Question], w: np.ndarray) -> dict[str, float]:
     for q in questions:
         found = ranked(q, w)
         if q.kind == "beir":
-            dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(found[:10]) if d in q.gold)
-            ideal = sum(1 / math.log2(i + 2) for i in range(min(10, len(q.gold))))
-            ndcg.append(dcg / ideal)
+            ndcg.append(ndcg_at_k(found, dict.fromkeys(q.gold, 1)))
         elif q.kind == "multi":
             sets.append(len(q.gold & set(found[:10])) / len(q.gold))
         else:
@@ -83,7 +78,7 @@ def metrics(questions: list[Question], w: np.ndarray) -> dict[str, float]:
 def objective(parts: list[list[Question]], params: tuple[float, float, float]) -> float:
     total = 0.0
     for questions in parts:
-        m = metrics(questions, weights_of(*params))
+        m = metrics(questions, fusion_weights(*params))
         total += m.get("ndcg@10", 0.0) + m.get("mrr", 0.0) + 0.5 * m.get("recall@1", 0.0)
     return total
 
@@ -157,7 +152,7 @@ def cross_validate(dev: list[Question], others: list[list[Question]], start, fol
         train = [q for i, q in enumerate(dev) if i % folds != fold]
         params = fit([train, *others], start)
         print(f"  fold {fold + 1}/{folds}: dense {params[0]}, paper share {params[1]}, title {params[2]}", flush=True)
-        results += [(i, metrics([q], weights_of(*params))) for i, q in enumerate(dev) if i % folds == fold]
+        results += [(i, metrics([q], fusion_weights(*params))) for i, q in enumerate(dev) if i % folds == fold]
     keys = {k for _, m in results for k in m}
     return {k: float(np.mean([m[k] for _, m in results if k in m])) for k in sorted(keys)}
 
@@ -192,7 +187,7 @@ def main() -> None:
     print(f"start: dense {start[0]}, paper share {start[1]}, title {start[2]}")
     for name, questions in (("dev", dev), ("beir train", train), ("beir test", test)):
         if questions:
-            print(f"  {name} ({len(questions)} questions): {_show(metrics(questions, weights_of(*start)))}")
+            print(f"  {name} ({len(questions)} questions): {_show(metrics(questions, fusion_weights(*start)))}")
     if dev and args.folds > 1:
         with_beir = "beir train and " if train else ""
         print(f"dev, {args.folds}-fold cross-validation (fitted with {with_beir}the other folds):")
@@ -201,7 +196,7 @@ def main() -> None:
     print(f"fitted on everything: dense {params[0]}, paper share {params[1]}, title {params[2]}")
     for name, questions in (("dev", dev), ("beir train", train), ("beir test", test)):
         if questions:
-            print(f"  {name}: {_show(metrics(questions, weights_of(*params)))}")
+            print(f"  {name}: {_show(metrics(questions, fusion_weights(*params)))}")
 
 
 def _show(m: dict[str, float]) -> str:

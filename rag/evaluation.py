@@ -77,15 +77,11 @@ def load_dev(path: Path) -> list[DevQuestion]:
 
 def search_as_asked(questions: Sequence[DevQuestion], retriever, k: int = 10) -> list[list[Hit]]:
     """Each question's ranked papers as the answer pipeline finds them (no chat model rewrites follow-ups)."""
-    from rag.answers.follow_up import resolve_follow_up
+    from rag.answers.follow_up import pinned_first, resolve_follow_up
 
     follow_ups = [resolve_follow_up(q.question, q.history, retriever, None) for q in questions]
     results = retriever.search_many([f.query for f in follow_ups], k)
-    ranked = []
-    for follow, hits in zip(follow_ups, results, strict=True):
-        pinned = retriever.hits_for(follow.pinned) if follow.pinned else []
-        ranked.append((pinned + [h for h in hits if h.paper_id not in follow.pinned])[:k])
-    return ranked
+    return [pinned_first(follow, hits, retriever, k) for follow, hits in zip(follow_ups, results, strict=True)]
 
 
 def dev_metrics(questions: Sequence[DevQuestion], results: Sequence[Sequence[Hit]]) -> dict[str, float]:

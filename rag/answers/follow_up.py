@@ -67,6 +67,17 @@ class FollowUp:
     pinned: list[str] = field(default_factory=list)  # paper_ids the question refers to explicitly
 
 
+def pinned_first(follow: FollowUp, hits: Sequence[Hit], retriever: Retriever, k: int) -> list[Hit]:
+    """The papers a follow-up points at, then the search's other hits: ``k`` of them (every pinned paper kept),
+    ranked 1.. in that order."""
+    if not follow.pinned:
+        return list(hits)
+    pinned = retriever.hits_for(follow.pinned)
+    rest = [h for h in hits if h.paper_id not in follow.pinned]
+    ordered = [*pinned, *rest][: max(k, len(pinned))]
+    return [Hit(**{**h.__dict__, "rank": i}) for i, h in enumerate(ordered, start=1)]
+
+
 def resolve_follow_up(question: str, history: Sequence[dict], retriever: Retriever,
                       rewriter: ChatModel | None) -> FollowUp:
     """The standalone search query for a question in a conversation, and the papers it points at.

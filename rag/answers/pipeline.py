@@ -22,7 +22,7 @@ from rag.answers.extractive import (
     is_multi_paper_question,
     names_paper,
 )
-from rag.answers.follow_up import FollowUp, resolve_follow_up
+from rag.answers.follow_up import FollowUp, pinned_first, resolve_follow_up
 from rag.answers.metadata import metadata_answer
 from rag.answers.numbering import StreamNumbers, consecutive, renumber_text
 from rag.answers.prompts import NOT_COVERED, build_prompt, says_not_covered, small_model_messages
@@ -191,11 +191,7 @@ class AnswerPipeline:
         multi = is_multi_paper_question(question)
         depth = self.config.count_candidates if counts_papers(question) else self.config.multi_candidates
         hits = self.retriever.search(follow.query, max(k, depth) if multi else k)
-        if follow.pinned:
-            pinned_hits = self.retriever.hits_for(follow.pinned)
-            rest = [h for h in hits if h.paper_id not in follow.pinned]
-            hits = [*pinned_hits, *rest][: max(k, len(pinned_hits))]
-            hits = [Hit(**{**h.__dict__, "rank": i}) for i, h in enumerate(hits, start=1)]
+        hits = pinned_first(follow, hits, self.retriever, k)
         # "Who wrote X?", "papers from 2024": answered from the papers' metadata, not their abstracts.
         papers = getattr(self.retriever, "every_paper", None)  # optional: in-memory test retrievers lack it
         collection = hits[0].collection if hits else ""

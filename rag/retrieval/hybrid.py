@@ -59,6 +59,13 @@ class FusionParams:
     exact_search_max_chunks: int = 250_000  # up to this size, nearest neighbours by brute force (exact)
 
 
+def fusion_weights(dense_weight: float, paper_share: float, title_bonus: float) -> np.ndarray:
+    """The weight of each of ``FEATURES``: dense, then the lexical rest split between best chunk and whole
+    paper, then the title bonus."""
+    lexical = 1 - dense_weight
+    return np.array([dense_weight, lexical * (1 - paper_share), lexical * paper_share, title_bonus])
+
+
 def _normalise(values: dict[str, float], floor: float | None = None) -> dict[str, float]:
     if not values:
         return {}
@@ -191,8 +198,7 @@ class HybridRetriever:
         """The fusion's weight for each of ``FEATURES`` (fitted: bench/fit_fusion.py)."""
         p = self.params
         paper_share = p.paper_lexical_weight if self.paper_lexical is not None else 0.0
-        lexical = 1 - p.dense_weight
-        return np.array([p.dense_weight, lexical * (1 - paper_share), lexical * paper_share, p.title_bonus])
+        return fusion_weights(p.dense_weight, paper_share, p.title_bonus)
 
     def features(self, questions: Sequence[str], vectors: np.ndarray) -> list[Candidates]:
         """Each question's candidate papers with their ``FEATURES`` (batched: one nearest-neighbour pass)."""
