@@ -90,7 +90,7 @@ class Settings(BaseSettings):
     top_k: int = Field(5, ge=1, le=100, description="Papers returned for a question.")
     max_question_chars: int = Field(4000, ge=10, description="Longer questions are rejected with an error.")
     dense_weight: float = Field(
-        0.5, ge=0.0, le=1.0,
+        0.65, ge=0.0, le=1.0,
         description="Weight of the dense score in hybrid fusion; lexical gets the rest (fit: bench/fit_fusion.py).",
     )
     candidates: int = Field(

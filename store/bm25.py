@@ -21,7 +21,7 @@ import numpy as np
 
 from rag.types import Paper
 from store.atomic import save_folder_atomically
-from store.layout import BM25_FOLDER, IDS_FILE, LEXICAL_FORMAT, STATE_FILE, TITLES_FILE
+from store.layout import AUTHORS_FILE, BM25_FOLDER, IDS_FILE, LEXICAL_FORMAT, STATE_FILE, TITLES_FILE
 
 _TOKEN = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
 
@@ -89,6 +89,7 @@ class LexicalIndex:
         self.chunk_ids: list[str] = []
         self.paper_ids: list[str] = []
         self.titles: dict[str, str] = {}  # paper_id -> title, saved with the index so a start-up reads no papers
+        self.authors: dict[str, list[str]] = {}  # paper_id -> authors (papers that name them), saved likewise
         self.generation: int | None = None
 
     def __len__(self) -> int:
@@ -104,9 +105,14 @@ class LexicalIndex:
         return {"format": LEXICAL_FORMAT, "heads": HEADS, **self.params.__dict__}
 
     def build(
-        self, rows: Iterable[tuple[str, str, str]], generation: int, titles: dict[str, str] | None = None
+        self,
+        rows: Iterable[tuple[str, str, str]],
+        generation: int,
+        titles: dict[str, str] | None = None,
+        authors: dict[str, list[str]] | None = None,
     ) -> None:
-        """Index ``(chunk_id, paper_id, text)`` rows and save the result with the papers' ``titles``."""
+        """Index ``(chunk_id, paper_id, text)`` rows and save the result with the papers' ``titles`` and
+        ``authors``."""
         import bm25s
 
         chunk_ids: list[str] = []
@@ -122,6 +128,7 @@ class LexicalIndex:
         self._bm25 = bm25 if corpus else None
         self.chunk_ids, self.paper_ids, self.generation = chunk_ids, paper_ids, generation
         self.titles = dict(titles or {})
+        self.authors = {pid: list(names) for pid, names in (authors or {}).items() if names}
         self._save()
 
     def _save(self) -> None:
@@ -130,6 +137,7 @@ class LexicalIndex:
                 self._bm25.save(str(tmp / BM25_FOLDER))
             (tmp / IDS_FILE).write_text(json.dumps({"chunk_ids": self.chunk_ids, "paper_ids": self.paper_ids}))
             (tmp / TITLES_FILE).write_text(json.dumps(self.titles))
+            (tmp / AUTHORS_FILE).write_text(json.dumps(self.authors))
             state = {"generation": self.generation, "count": len(self.chunk_ids), **self._settings_key()}
             (tmp / STATE_FILE).write_text(json.dumps(state))
 
@@ -147,7 +155,8 @@ class LexicalIndex:
                 return False
             ids = json.loads((self.folder / IDS_FILE).read_text())
             titles = json.loads((self.folder / TITLES_FILE).read_text())
-            if not isinstance(titles, dict):
+            authors = json.loads((self.folder / AUTHORS_FILE).read_text())  # missing in older indexes: rebuilt
+            if not isinstance(titles, dict) or not isinstance(authors, dict):
                 return False
             bm25 = None
             if state["count"]:
@@ -157,6 +166,7 @@ class LexicalIndex:
         self._bm25 = bm25
         self.chunk_ids, self.paper_ids, self.generation = ids["chunk_ids"], ids["paper_ids"], generation
         self.titles = {str(k): str(v) for k, v in titles.items()}
+        self.authors = {str(k): [str(n) for n in v] for k, v in authors.items() if isinstance(v, list)}
         return len(self.chunk_ids) == state["count"]
 
     def scores(self, query: str) -> np.ndarray:

@@ -28,6 +28,7 @@ TOPICS_SUFFIX = "@topics"
 STATE_FILE = "state.json"
 IDS_FILE = "ids.json"
 TITLES_FILE = "titles.json"
+AUTHORS_FILE = "authors.json"  # paper_id -> authors, for "papers by Tri Dao" (hybrid name matching)
 TOPICS_FILE = "topics.json"
 BM25_FOLDER = "bm25"
 VECTOR_ARRAYS = ("chunks", "profiles", "norms", "chunk_weights", "starts")

@@ -52,9 +52,10 @@ class Candidates:
 
 @dataclass(frozen=True)
 class FusionParams:
-    dense_weight: float = 0.5  # the fit (0.675) lost exact-name and author lookups: bench/results/tuning.md
-    paper_lexical_weight: float = 0.5  # share of whole-paper BM25 in the lexical score (the rest: best chunk)
-    title_bonus: float = 0.3
+    # Fitted by bench/fit_fusion.py on ICML dev2 + dev, exact lookups and SciFact train (bench/results/tuning.md)
+    dense_weight: float = 0.65
+    paper_lexical_weight: float = 0.3  # share of whole-paper BM25 in the lexical score (the rest: best chunk)
+    title_bonus: float = 0.6  # a paper named in the question (coined title, an author's full name)
     candidates: int = 100
     exact_search_max_chunks: int = 250_000  # up to this size, nearest neighbours by brute force (exact)
 
@@ -88,6 +89,17 @@ def _name_pattern(title: str) -> re.Pattern[str] | None:
     return re.compile(r"(?<![\w-])" + re.escape(title) + r"(?![\w-])", re.IGNORECASE)
 
 
+def _author_pattern(name: str) -> re.Pattern[str] | None:
+    """A regex matching an author's full name ("Tri Dao", "Diederik Kingma" for "Diederik P. Kingma") as whole
+    words; None for a single-word name. Surnames alone are left to BM25: many are ordinary words ("Long")."""
+    words = re.findall(r"[^\W\d_][\w'-]*", name)
+    if len(words) < 2 or len(words[-1]) < 2:
+        return None
+    middle = r"(?:\s+[^\W\d_][\w'-]*\.?)*"  # optional middle names or initials
+    return re.compile(r"(?<![\w-])" + re.escape(words[0]) + middle + r"\s+" + re.escape(words[-1]) + r"(?![\w-])",
+                      re.IGNORECASE)
+
+
 class HybridRetriever:
     """Implements ``Retriever`` (rag/retrieval/retriever.py) over a ``ChromaStore``, an ``Embedder`` and BM25."""
 
@@ -118,6 +130,7 @@ class HybridRetriever:
         )
         self.vectors = VectorTable(lexical.folder.with_name(lexical.folder.name + "@vectors"))
         self._name_patterns: list[tuple[str, re.Pattern[str]]] = []
+        self._author_patterns: list[tuple[str, re.Pattern[str]]] = []
         self._generation: int | None = None
         self._every_paper: tuple[int, list[Paper]] | None = None
 
@@ -155,19 +168,23 @@ class HybridRetriever:
         chunks_current = self.lexical.load(generation)
         papers_current = self.paper_lexical is None or self.paper_lexical.load(generation)
         if chunks_current and papers_current:
-            titles = self.lexical.titles  # saved with the index: no need to read every paper
+            titles, authors = self.lexical.titles, self.lexical.authors  # saved with the index: no paper read
         else:
             papers = list(self.store.iter_papers())
             titles = {p.paper_id: p.title for p in papers}
+            authors = {p.paper_id: list(p.authors) for p in papers if p.authors}
             heads = lexical_heads(papers)  # titles, and authors: "papers by Kingma" is searchable
             if not chunks_current:
-                self.lexical.build(rows_with_titles(self.store.iter_chunks(), heads), generation, titles=titles)
+                self.lexical.build(rows_with_titles(self.store.iter_chunks(), heads), generation, titles=titles,
+                                   authors=authors)
             if not papers_current:
                 rows = ((p.paper_id, p.paper_id, p.abstract) for p in papers)
                 self.paper_lexical.build(rows_with_titles(rows, heads), generation, titles=titles)
         if not self.vectors.load(generation):
             self.vectors.build(self.store, generation)
         self._name_patterns = [(pid, pattern) for pid, title in titles.items() if (pattern := _name_pattern(title))]
+        self._author_patterns = [(pid, pattern) for pid, names in authors.items() for name in names
+                                 if (pattern := _author_pattern(name))]
         self._generation = generation
 
     def search(self, question: str, k: int | None = None) -> list[Hit]:
@@ -226,7 +243,8 @@ class HybridRetriever:
         dense = _normalise(dense_raw)
         chunk_bm25 = _normalise({pid: lexical_chunk.get(pid, (0.0, -1))[0] for pid in candidates}, floor=0.0)
         paper_bm25 = _normalise({pid: lexical_paper.get(pid, 0.0) for pid in candidates}, floor=0.0)
-        named = {pid for pid, pattern in self._name_patterns if pid in dense_raw and pattern.search(question)}
+        named = {pid for pid, pattern in (*self._name_patterns, *self._author_patterns)
+                 if pid in dense_raw and pattern.search(question)}
         columns = [[dense[pid] for pid in candidates], [chunk_bm25[pid] for pid in candidates],
                    [paper_bm25[pid] for pid in candidates], [float(pid in named) for pid in candidates]]
         return Candidates(candidates, np.array(columns, dtype=np.float64).T, dense_raw, lexical_chunk)
