@@ -1,5 +1,8 @@
-"""Bare 384-d embeddings added in 5,000-row calls to two collections, alternately (default sync_threshold
-1,000 and 100,000): rows/s per 10,000 rows as the collections grow, i.e. what HNSW inserts and persists cost."""
+"""Bare 384-d embeddings added in 5,000-row calls to two collections, alternately: default HNSW settings and
+the settings given as JSON (default: sync_threshold 100,000); rows/s per 10,000 rows as the collections grow.
+
+    nice -n 10 .venv/bin/python bench/probes/chroma_scale.py ROWS ['{"ef_construction": 40}']
+"""
 
 import json
 import os
@@ -15,12 +18,14 @@ shutil.rmtree(d, ignore_errors=True)
 c = chromadb.PersistentClient(path=d, settings=chromadb.Settings(anonymized_telemetry=False))
 N, B, STEP = int(sys.argv[1]), 5000, 10000
 rng = np.random.default_rng(0)
+other = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {"sync_threshold": 100000}
+other_name = "+".join(f"{k}={v}" for k, v in other.items())
 cols = {
     "default": c.create_collection(
-        "sync-default", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+        "hnsw-default", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
     ),
-    "sync100k": c.create_collection(
-        "sync-100k", embedding_function=None, configuration={"hnsw": {"space": "cosine", "sync_threshold": 100000}}
+    other_name: c.create_collection(
+        "hnsw-other", embedding_function=None, configuration={"hnsw": {"space": "cosine", **other}}
     ),
 }
 rates = {k: [] for k in cols}
