@@ -497,13 +497,16 @@ def stage_search(args) -> None:
 
     data_dir = Path(args.data_dir)
     collection = args.collection or COLLECTION
-    store = ChromaStore(path=chroma_dir(data_dir), collection=collection)
+    if args.chroma_host:  # the same store served by `chroma run --path DATA_DIR/chroma` (BM25 still read here)
+        store = ChromaStore(host=args.chroma_host, port=args.chroma_port, collection=collection, timeout=600)
+    else:
+        store = ChromaStore(path=chroma_dir(data_dir), collection=collection)
     lexical = LexicalIndex(lexical_dir(data_dir, collection))
     synthetic = args.backend == "synthetic"
     embedder = NoEmbedder() if synthetic else make_embedder(args.backend, args.cache)
     retriever = HybridRetriever(store, embedder, lexical, top_k=args.k)
     result: dict = {"stage": "search", "backend": args.backend, "data_dir": str(data_dir), "collection": collection,
-                    "sources": source_fingerprint()}
+                    "store": store.location, "sources": source_fingerprint()}
     # What a fresh process pays before its first question: open the store, then the first refresh, which loads
     # BM25 and the title table saved beside it (format 2) or, when that is missing or stale, builds them.
     cold: dict[str, float] = {}
@@ -697,6 +700,9 @@ def main(argv=None) -> None:
     p.add_argument("--n", type=int, default=201)
     p.add_argument("--batch-rounds", type=int, default=3, help="rounds of the 201-minus-1 batch measurement")
     p.add_argument("--k", type=int, default=5)
+    p.add_argument("--chroma-host", default=None,
+                   help="search the store through a `chroma run --path DATA_DIR/chroma` server at this host")
+    p.add_argument("--chroma-port", type=int, default=8000)
     p.set_defaults(func=stage_search)
 
     p = common(sub.add_parser("synthetic-build"), cache=False)

@@ -13,7 +13,10 @@ MAX_LISTED = 10  # paper ids named in a report line, at most
 
 
 def cmd_ingest(args) -> int:
-    run = components_from_args(args).ingest_files(args.paths, rebuild=args.rebuild)
+    run = components_from_args(args).ingest_files(args.paths, rebuild=args.rebuild)  # --json: no progress bar
+    if args.json:
+        show_json(json.dumps(ingest_summary(run)))
+        return EXIT_REJECTED if run.rejected else 0
     show(f"ingested {run.papers} papers from {run.files} files in {run.seconds:.1f}s: {run.report.summary()}")
     updated = run.report.updated_ids
     if updated:
@@ -23,6 +26,27 @@ def cmd_ingest(args) -> int:
         say(run.problem_line)
         return EXIT_REJECTED
     return 0
+
+
+def ingest_summary(run) -> dict:
+    """``ingest --json``: what was read, what was written, what the index holds, and how fast (papers read
+    per second of the whole command, reading the files included)."""
+    report = run.report
+    return {
+        "files": run.files,
+        "papers": run.papers,
+        "rejected": run.rejected,
+        "added": report.added,
+        "updated": report.updated,
+        "unchanged": report.unchanged,
+        "removed": report.removed,
+        "chunks": report.chunks_written,
+        "index_papers": report.papers_in_index,
+        "index_chunks": report.chunks_in_index,
+        "seconds": round(run.seconds, 3),
+        "papers_per_s": round(run.papers / run.seconds, 2) if run.seconds > 0 else None,
+        "updated_ids": report.updated_ids,
+    }
 
 
 def cmd_stats(args) -> int:
