@@ -17,6 +17,7 @@ import gradio as gr
 
 from rag.components import MAX_TOP_K, Components, SessionSettings
 from rag.errors import ConfigError, PaperchatError
+from rag.exports.filters import FIELDS
 from rag.text import say
 from ui.web import callbacks, papers_map, render
 from ui.web.callbacks import ChatSession
@@ -60,6 +61,7 @@ class _Widgets:
     status_line: gr.Markdown
     chatbot: gr.Chatbot
     question: gr.Textbox
+    where: gr.Textbox
     ask: gr.Button
     stop: gr.Button
     new: gr.Button
@@ -129,6 +131,11 @@ def _chat_tab(examples: list[str]) -> dict:
                     elem_id="pc-question",
                 )
                 ask = gr.Button("Ask", variant="primary", scale=0, min_width=96, elem_id="pc-ask")
+            where = gr.Textbox(
+                label="Only papers where", lines=1, max_lines=1, elem_id="pc-where",
+                placeholder="blank: every paper; e.g. year>=2024; author~Bengio; source=FILE; title~graph",
+                info=f"FIELD OP VALUE, ';' between filters; fields: {', '.join(FIELDS)}; ~ means contains",
+            )
             notice = gr.Markdown("", elem_id="pc-notice")  # why a question was not taken
             with gr.Row():
                 # Shown only while an answer is being written (see _wire_chat).
@@ -143,7 +150,7 @@ def _chat_tab(examples: list[str]) -> dict:
             sources = gr.HTML(render.SOURCES_PLACEHOLDER, elem_id="pc-sources-panel", js_on_load=None,
                               max_height=640)
     return {"chatbot": chatbot, "question": question, "ask": ask, "stop": stop, "new": new, "notice": notice,
-            "sources": sources, "download": download}
+            "sources": sources, "download": download, "where": where}
 
 
 def _papers_tab() -> dict:
@@ -198,10 +205,10 @@ def _settings_tab(defaults: SessionSettings) -> dict:
 
 
 def _wire_chat(components: Components, ui: _Widgets) -> None:
-    def answer_question(text: str, state: ChatSession, last: LastAnswer, *raw) -> Iterator[tuple]:
+    def answer_question(text: str, where: str, state: ChatSession, last: LastAnswer, *raw) -> Iterator[tuple]:
         first, stop_shown, panel_shown = True, None, None
         answering = recording(components, last)  # notes the final answer for "Download Markdown"
-        for current in callbacks.respond(answering, text, state, callbacks.session_settings(*raw)):
+        for current in callbacks.respond(answering, text, state, callbacks.session_settings(*raw), where):
             # A question that was not taken stays in the box, with the reason under it.
             box = "" if first and not current.notice else gr.skip()
             notice = f"⚠ {current.notice}" if current.notice else ""
@@ -215,21 +222,20 @@ def _wire_chat(components: Components, ui: _Widgets) -> None:
             yield current.messages, panel, current, box, notice, stop
             first = False
 
-    def chat_example(state: ChatSession, last: LastAnswer, url_, model_, key_, k_, t_, extractive_,
+    def chat_example(where: str, state: ChatSession, last: LastAnswer, url_, model_, key_, k_, t_, extractive_,
                      evt: gr.SelectData):
         value = evt.value if isinstance(evt.value, dict) else {"text": str(evt.value or "")}
-        yield from answer_question(value.get("text", ""), state, last, url_, model_, key_, k_, t_, extractive_)
+        yield from answer_question(value.get("text", ""), where, state, last, url_, model_, key_, k_, t_,
+                                   extractive_)
 
     chat_outputs = [ui.chatbot, ui.sources, ui.session, ui.question, ui.notice, ui.stop]
     answering = {"concurrency_limit": CONCURRENCY, "concurrency_id": "answer", "show_progress_on": [ui.chatbot],
                  **PRIVATE}
+    asked = [ui.question, ui.where, ui.session, ui.last_answer, *ui.settings_inputs]
     events = [
-        ui.question.submit(answer_question, [ui.question, ui.session, ui.last_answer, *ui.settings_inputs],
-                           chat_outputs, **answering),
-        ui.ask.click(answer_question, [ui.question, ui.session, ui.last_answer, *ui.settings_inputs], chat_outputs,
-                     **answering),
-        ui.chatbot.example_select(chat_example, [ui.session, ui.last_answer, *ui.settings_inputs], chat_outputs,
-                                  **answering),
+        ui.question.submit(answer_question, asked, chat_outputs, **answering),
+        ui.ask.click(answer_question, asked, chat_outputs, **answering),
+        ui.chatbot.example_select(chat_example, asked[1:], chat_outputs, **answering),
     ]
 
     def offer_download(last: LastAnswer):
