@@ -14,12 +14,17 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 from rag.errors import QueryError
-from rag.exports.filters import PaperFilter, keep
+from rag.exports.filters import PaperFilter, keep, parse_filters
 from rag.types import Hit, Paper
 
 OVERFETCH = 10  # a filtered search reads this many times the papers it keeps (at least MIN_FETCHED)
 MIN_FETCHED = 100
 DEFAULT_K = 5  # papers a search keeps when neither the caller nor the inner retriever says
+
+
+def filters_in(text: str) -> tuple[PaperFilter, ...]:
+    """The filters of one line of text, ``;`` between them (``year>=2024; author~Bengio``; blank: none)."""
+    return tuple(parse_filters([part for part in (text or "").split(";") if part.strip()]))
 
 
 def check_sources(papers: Sequence[Paper], filters: Sequence[PaperFilter]) -> None:

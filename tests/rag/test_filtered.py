@@ -57,3 +57,12 @@ def test_filters_that_leave_nothing_are_refused_in_one_line(fake_retriever, wher
 
 def test_filters_some_papers_pass_are_accepted(fake_retriever):
     check_filters(fake_retriever.papers, parse_filters(["year>=2024", "title~fed"]))
+
+
+def test_the_filter_box_s_line_holds_filters_between_semicolons():
+    from rag.exports.filtered import filters_in
+
+    assert filters_in("") == () and filters_in(" ; ") == ()
+    assert [str(f) for f in filters_in(" year>=2024 ; author~Bengio, Y. ")] == ["year>=2024", "author~Bengio, Y."]
+    with pytest.raises(QueryError, match="unknown filter field 'yeer'"):
+        filters_in("title~graph; yeer>=2024")

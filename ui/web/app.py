@@ -19,7 +19,7 @@ from rag.components import MAX_TOP_K, Components, SessionSettings
 from rag.errors import ConfigError, PaperchatError
 from rag.exports.filters import FIELDS
 from rag.text import say
-from ui.web import callbacks, papers_map, render
+from ui.web import callbacks, map_canvas, papers_map, render
 from ui.web.callbacks import ChatSession
 from ui.web.intro import intro_for
 from ui.web.takeaway import LastAnswer, markdown_file, recording
@@ -71,7 +71,7 @@ class _Widgets:
     last_answer: gr.State
     paper_filter: gr.Textbox
     topic_filter: gr.Dropdown
-    paper_map: gr.ScatterPlot
+    paper_map: gr.HTML
     card: gr.HTML
     papers: gr.HTML
     base_url: gr.Textbox
@@ -156,11 +156,8 @@ def _chat_tab(examples: list[str]) -> dict:
 def _papers_tab() -> dict:
     with gr.Tab("Papers", id="papers"):
         with gr.Row(equal_height=False):
-            paper_map = gr.ScatterPlot(
-                **papers_map.MAP_PLOT,
-                label="Map of the papers, coloured by topic: drag across it to open the paper there",
-                show_label=True, scale=3, elem_id="pc-map",
-            )
+            paper_map = gr.HTML({}, html_template=map_canvas.MAP_TEMPLATE, js_on_load=map_canvas.MAP_SCRIPT,
+                                scale=3, elem_id=map_canvas.MAP_ELEMENT_ID, container=True, padding=True)
             card = gr.HTML(papers_map.CARD_PLACEHOLDER, elem_id="pc-map-card", js_on_load=None, max_height=520,
                            scale=2)
         with gr.Row():
@@ -290,21 +287,24 @@ def _wire_papers(components: Components, ui: _Widgets) -> None:
     def do_papers(query: str, topic):
         return papers_map.papers_list_html(components, query, topic)
 
-    def do_load(query: str, topic):
-        try:
-            frame, choices = papers_map.map_frame(components), papers_map.topic_choices(components)
-        except PaperchatError:  # the list says what is wrong
-            frame, choices = None, [("All topics", papers_map.ALL_TOPICS)]
-        return frame, gr.Dropdown(choices=choices), do_papers(query, topic)
+    points = papers_map.MapPoints(components)  # made once per index generation, for every session
 
-    def do_select(topic, evt: gr.SelectData):
-        return papers_map.select_on_map(components, papers_map.map_frame(components), evt.index, topic)
+    def do_map():
+        try:
+            return points.current(), gr.Dropdown(choices=papers_map.topic_choices(components))
+        except PaperchatError:  # the list says what is wrong
+            return {"x": [], "topics": []}, gr.Dropdown(choices=[("All topics", papers_map.ALL_TOPICS)])
+
+    def do_select(evt: gr.SelectData):
+        return papers_map.select_on_map(components, evt.value)
 
     listing = [ui.paper_filter, ui.topic_filter]
     ui.paper_filter.change(do_papers, listing, [ui.papers], trigger_mode="always_last", **PRIVATE)
     ui.topic_filter.change(do_papers, listing, [ui.papers], **PRIVATE)
-    ui.paper_map.select(do_select, [ui.topic_filter], [ui.card], **PRIVATE)
-    ui.demo.load(do_load, listing, [ui.paper_map, ui.topic_filter, ui.papers], **PRIVATE)
+    ui.paper_map.select(do_select, None, [ui.card], **PRIVATE)
+    # The map and the list load apart: the map need not wait for the list's related papers.
+    ui.demo.load(do_map, None, [ui.paper_map, ui.topic_filter], **PRIVATE)
+    ui.demo.load(do_papers, listing, [ui.papers], **PRIVATE)
 
 
 def _add_chat_api(components: Components) -> None:
@@ -378,7 +378,7 @@ def launch(demo: gr.Blocks, settings, *, host: str | None = None, port: int | No
         server_name=host, server_port=port, share=bool(share), auth=auth, inbrowser=open_browser,
         prevent_thread_lock=True, quiet=True, show_error=False, ssr_mode=False, mcp_server=False,
         run_history=False,  # it would keep every event's inputs, the API key too, in the browser
-        enable_monitoring=False, footer_links=["api", "settings"], css=render.CSS + papers_map.CSS,
+        enable_monitoring=False, footer_links=["api", "settings"], css=render.CSS + papers_map.CSS + map_canvas.MAP_CSS,
         theme=gr.themes.Soft(),
         head=MARKER_SCRIPT, **extra,
     )

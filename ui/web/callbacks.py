@@ -17,8 +17,7 @@ from dataclasses import dataclass, field, replace
 from rag.answers.pipeline import FinalEvent, SourcesEvent, TextEvent
 from rag.components import MAX_TOP_K, Components, SessionSettings
 from rag.errors import ConfigError, LLMAuthError, LLMError, LLMTimeout, PaperchatError, QueryError
-from rag.exports.filtered import check_filters
-from rag.exports.filters import parse_filters
+from rag.exports.filtered import check_filters, filters_in
 from rag.redact import redact_url
 from rag.retrieval.retriever import validate_question
 from rag.text import clean_input
@@ -204,15 +203,6 @@ def filter_wording(message: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def paper_filters(components: Components, text: str | None) -> tuple:
-    """The filter box's ``FIELD OP VALUE`` filters (``;`` between them), checked against the index: a
-    ``QueryError`` naming the field for a bad one, a file the index lacks, or filters no paper passes."""
-    filters = tuple(parse_filters([part for part in (text or "").split(";") if part.strip()]))
-    if filters:
-        check_filters(components.papers(), filters)
-    return filters
-
-
 def respond(
     components: Components, question: str, session: ChatSession, settings: SessionSettings, where: str = ""
 ) -> Iterator[ChatSession]:
@@ -231,7 +221,9 @@ def respond(
         yield session
         return
     try:
-        settings = replace(settings, filters=paper_filters(components, clean_input(where or "")))
+        filters = filters_in(clean_input(where or ""))
+        check_filters(components.papers(), filters)
+        settings = replace(settings, filters=filters)
     except QueryError as error:
         session.notice = filter_wording(str(error))
         yield session
