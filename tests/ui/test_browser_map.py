@@ -91,3 +91,21 @@ def test_the_last_answer_downloads_as_markdown(page):
     text = Path(download.value.path()).read_text(encoding="utf-8")
     assert text.startswith("# Which papers use state-space models for client selection?")
     assert "## References" in text and '<a id="ref-1"></a>' in text and "](#ref-1)" in text
+
+
+def test_the_chat_s_filter_box_narrows_the_papers_and_says_what_is_wrong(page):
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Chat").click()
+    page.locator("#pc-where textarea, #pc-where input").first.fill("source=002_735305cd7294d037.txt")
+    page.locator("#pc-question textarea").fill("Which papers are about federated learning?")
+    page.locator("#pc-ask").click()
+    panel = page.locator("#pc-sources-panel")
+    expect(panel).to_contain_text("Fed-Kalter", timeout=120_000)
+    expect(page.locator("#pc-chat")).to_contain_text("Fed-Kalter", timeout=120_000)
+    assert "FedSSM" not in panel.inner_text() and "FedVPA-GP" not in panel.inner_text()  # other files' papers
+    page.locator("#pc-where textarea, #pc-where input").first.fill("yeer>=2024")
+    page.locator("#pc-question textarea").fill("Which papers are about anomaly detection?")
+    page.locator("#pc-ask").click()
+    expect(page.locator("#pc-notice")).to_contain_text("Unknown filter field 'yeer'", timeout=60_000)
+    expect(page.locator("#pc-question textarea")).to_have_value("Which papers are about anomaly detection?")
