@@ -94,7 +94,7 @@ def render_seconds(datasets: dict[int, dict], runs: int) -> dict[int, list[tuple
     urls = {}
     for n, points in datasets.items():
         with gr.Blocks(analytics_enabled=False) as demo:
-            gr.HTML(points, html_template=map_canvas.MAP_TEMPLATE, js_on_load=map_canvas.MAP_SCRIPT,
+            gr.HTML(json.dumps(points), html_template=map_canvas.MAP_TEMPLATE, js_on_load=map_canvas.MAP_SCRIPT,
                     elem_id=map_canvas.MAP_ELEMENT_ID, container=True)
         urls[n] = demo.launch(prevent_thread_lock=True, quiet=True, server_name="127.0.0.1", ssr_mode=False,
                               css=map_canvas.MAP_CSS)[1]
@@ -137,8 +137,9 @@ def synthetic(args) -> dict:
             "open_to_all_points_ratio_vs_baseline": round(ratio, 2)}
 
 
-def whole_app(args) -> dict:
-    """The app over a real index: open, Papers tab, every point drawn; a click on a point, its card shown."""
+def whole_app(args, components=None) -> dict:
+    """The app over a real index: open, Papers tab, every point drawn; a click on a point, its card shown.
+    ``components``: the app's parts (default: built from the settings, over ``args.data_dir``)."""
     from playwright.sync_api import sync_playwright
 
     from rag.components import Components
@@ -146,7 +147,8 @@ def whole_app(args) -> dict:
     from ui.web.app import build_app, launch
     from ui.web.papers_map import map_points
 
-    components = Components(load_settings(data_dir=args.data_dir, llm="extractive"), show_progress=False)
+    if components is None:
+        components = Components(load_settings(data_dir=args.data_dir, llm="extractive"), show_progress=False)
     started = time.perf_counter()
     papers = len(components.topics().paper_topic)
     topics_s = time.perf_counter() - started  # ~0 when the index's topics were saved already

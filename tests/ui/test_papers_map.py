@@ -3,6 +3,7 @@ over the tiny index with its markup probe, and over the bundled corpus (fake emb
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -50,7 +51,9 @@ def test_the_map_data_is_made_once_per_index_generation(tiny):
     added = Paper("added", "Added paper", "A new abstract about federated clients.", "added.jsonl", 1)
     tiny.ingestor(show_progress=False).ingest([added])
     again = cache.current()
-    assert again is not first and "added" in again["id"] and len(again["id"]) == len(first["id"]) + 1
+    assert again is not first
+    assert json.loads(again)["id"] == papers_map.map_points(tiny)["id"]  # the JSON text of the map's data
+    assert "added" in json.loads(again)["id"] and len(json.loads(again)["id"]) == len(json.loads(first)["id"]) + 1
 
 
 def test_the_list_filters_by_topic_and_keyword_and_names_related_papers(tiny):

@@ -156,7 +156,7 @@ def _chat_tab(examples: list[str]) -> dict:
 def _papers_tab() -> dict:
     with gr.Tab("Papers", id="papers"):
         with gr.Row(equal_height=False):
-            paper_map = gr.HTML({}, html_template=map_canvas.MAP_TEMPLATE, js_on_load=map_canvas.MAP_SCRIPT,
+            paper_map = gr.HTML("", html_template=map_canvas.MAP_TEMPLATE, js_on_load=map_canvas.MAP_SCRIPT,
                                 scale=3, elem_id=map_canvas.MAP_ELEMENT_ID, container=True, padding=True)
             card = gr.HTML(papers_map.CARD_PLACEHOLDER, elem_id="pc-map-card", js_on_load=None, max_height=520,
                            scale=2)
@@ -293,7 +293,7 @@ def _wire_papers(components: Components, ui: _Widgets) -> None:
         try:
             return points.current(), gr.Dropdown(choices=papers_map.topic_choices(components))
         except PaperchatError:  # the list says what is wrong
-            return {"x": [], "topics": []}, gr.Dropdown(choices=[("All topics", papers_map.ALL_TOPICS)])
+            return '{"x":[],"topics":[]}', gr.Dropdown(choices=[("All topics", papers_map.ALL_TOPICS)])
 
     def do_select(evt: gr.SelectData):
         return papers_map.select_on_map(components, evt.value)

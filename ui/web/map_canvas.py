@@ -48,7 +48,16 @@ const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b
 const NEAR_PX = 9;
 let screenX = new Float32Array(0), screenY = new Float32Array(0), picked = -1, focus = 0, legendFor = null;
 const colour = (number) => PALETTE[(number - 1) % PALETTE.length];
-const data = () => (props.value && Array.isArray(props.value.x)) ? props.value : null;
+let parsedFrom = null, parsed = null;
+function data() {  // the map's JSON text (ui.web.papers_map.MapPoints), parsed once per value
+  if (props.value !== parsedFrom) {
+    parsedFrom = props.value;
+    try { parsed = typeof parsedFrom === "string" && parsedFrom ? JSON.parse(parsedFrom) : null; }
+    catch (error) { parsed = null; }
+    if (parsed && !Array.isArray(parsed.x)) parsed = null;
+  }
+  return parsed;
+}
 
 function legend(d) {
   const box = element.querySelector(".pc-map-legend");

@@ -8,6 +8,7 @@ sends that paper's id, and its card is shown.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Sequence
@@ -50,19 +51,22 @@ def topic_name(topic) -> str:
 
 
 class MapPoints:
-    """The map's data (``map_points``), made once per index generation: a page load or a click does not
-    rebuild it for thousands of papers."""
+    """The map's data (``map_points``) as JSON text, made once per index generation: a page load does not
+    rebuild it for thousands of papers. Text, not nested lists: Gradio walks every element of an event's
+    nested output (looking for files to serve), which took seconds for SciFact's 5,183 papers; one string
+    it passes as it is, and the page parses it in one ``JSON.parse``."""
 
     def __init__(self, components) -> None:
         self.components = components
-        self._current: tuple[int, dict] | None = None
+        self._current: tuple[int, str] | None = None
         self._lock = threading.Lock()
 
-    def current(self) -> dict:
+    def current(self) -> str:
         generation = self.components.store.generation()
         with self._lock:
             if self._current is None or self._current[0] != generation:
-                self._current = (generation, map_points(self.components))
+                self._current = (generation, json.dumps(map_points(self.components), ensure_ascii=False,
+                                                        separators=(",", ":")))
             return self._current[1]
 
 
