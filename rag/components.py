@@ -64,6 +64,7 @@ class SessionSettings:
     temperature: float = 0.1
     extractive: bool = False
     max_tokens: int | None = None  # an API request's answer length (the server's limit stays the ceiling)
+    filters: tuple = ()  # rag.exports.filters.PaperFilter: only papers passing every one are searched
 
 
 @dataclass(frozen=True)
@@ -336,11 +337,26 @@ class Components:
         """The pipeline for a session's settings: the default one, or one cached per distinct settings; a
         shorter answer length gets a light copy sharing every part."""
         pipeline = self._shared_pipeline_for(session)
-        if session.max_tokens is None or pipeline.chat_model is None:
+        if session.max_tokens is not None and pipeline.chat_model is not None:
+            # The prompt is fitted to the context window with the server's limit: that stays the ceiling.
+            config = replace(pipeline.config, max_tokens=max(1, min(session.max_tokens, pipeline.config.max_tokens)))
+            pipeline = self._new_pipeline(pipeline.chat_model, config, extractive=pipeline.extractive)
+        return self.filtered(pipeline, session.filters)
+
+    def filtered(self, pipeline, filters: Sequence = ()):
+        """``pipeline`` answering from the papers that pass ``filters`` only (a light copy sharing every part;
+        ``pipeline`` itself when there are none). A ``QueryError`` when a ``source=`` filter names no file of the
+        index or no paper passes them all."""
+        if not filters:
             return pipeline
-        # The prompt is fitted to the context window with the server's limit: that stays the ceiling.
-        config = replace(pipeline.config, max_tokens=max(1, min(session.max_tokens, pipeline.config.max_tokens)))
-        return self._new_pipeline(pipeline.chat_model, config, extractive=pipeline.extractive)
+        from rag.answers.pipeline import AnswerPipeline
+        from rag.exports.filtered import FilteredRetriever, check_filters
+
+        check_filters(self.papers(), filters)
+        retriever = FilteredRetriever(pipeline.retriever, filters, self.papers)
+        # No topics: they describe the whole collection, not the part the filters keep.
+        return AnswerPipeline(retriever, pipeline.embedder, pipeline.chat_model, config=pipeline.config,
+                              extractive=pipeline.extractive)
 
     def _shared_pipeline_for(self, session: SessionSettings):
         if session.extractive:

@@ -170,6 +170,11 @@ def test_search_keeps_only_the_hits_that_pass_the_filters(cli):
     (["search", "federated", "--where", "year~20"], "the field 'year' takes a year"),
     (["export", "--source", "nope.txt"], "no paper in the index comes from 'nope.txt'; its files: 000_"),
     (["export", "--topic", "99"], "no topic 99: the index has topics 1 to 6"),
+    (["ask", "federated", "--extractive", "--where", "yeer>=2024"], "unknown filter field 'yeer'"),
+    (["ask", "federated", "--extractive", "--where", "venue>2024"], "the field 'venue' takes = != or ~"),
+    (["ask", "federated", "--extractive", "--source", "nope.txt"], "no paper in the index comes from 'nope.txt'"),
+    (["ask", "federated", "--extractive", "--where", "year>=2027"], "no paper of the 76 in the index passes year>="),
+    (["ask", "federated", "--extractive", "--where", "author~Bengio"], "no paper in the index records authors"),
     (["ask", "--batch", "-", "--markdown"], "--markdown writes one answer"),
 ])
 def test_bad_export_and_filter_input_is_one_line(cli, argv, says):
@@ -186,3 +191,22 @@ def test_ask_markdown_links_markers_to_references(cli):
     linked = set(re.findall(r'<a href="#ref-(\d+)">', html))
     assert linked and all(f'<a id="ref-{n}"></a>' in html for n in linked)
     assert out.startswith("# which papers work on federated learning?") and "## References" in out
+
+
+def test_ask_answers_from_the_papers_that_pass_the_filters(cli):
+    question = "which papers work on federated learning?"
+    code, out, err = cli("ask", question, "--extractive", "--json")
+    assert code == 0, err
+    everywhere = json.loads(out)
+    assert {c["source"] for c in everywhere["citations"]} - {"002_735305cd7294d037.txt"}  # other files too
+    code, out, err = cli("ask", question, "--extractive", "--json", "--source", "002_735305cd7294d037.txt")
+    assert code == 0, err
+    narrowed = json.loads(out)
+    assert narrowed["citations"] and narrowed["sources"]
+    assert {h["source"] for h in narrowed["sources"]} == {"002_735305cd7294d037.txt"}
+    assert {c["source"] for c in narrowed["citations"]} == {"002_735305cd7294d037.txt"}
+    code, out, err = cli("ask", "how many papers are about federated learning?", "--extractive", "--json",
+                         "--where", "title~fed")
+    assert code == 0, err
+    counted = json.loads(out)
+    assert counted["sources"] and all("fed" in h["title"].lower() for h in counted["sources"])

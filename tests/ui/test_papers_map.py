@@ -3,6 +3,7 @@ over the tiny index with its markup probe, and over the bundled corpus (fake emb
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -22,21 +23,37 @@ def tiny(make_components):
 
 
 def test_the_map_has_one_point_per_paper_with_its_topic_and_first_sentence(tiny):
-    frame = papers_map.map_frame(tiny)
+    points = papers_map.map_points(tiny)
     papers = {p.paper_id: p for p in tiny.papers()}
-    assert tuple(frame.columns) == papers_map.MAP_COLUMNS and sorted(frame["paper_id"]) == sorted(papers)
+    columns = ("x", "y", "t", "id", "title", "about")
+    assert all(len(points[c]) == len(papers) for c in columns) and sorted(points["id"]) == sorted(papers)
     topics = tiny.topics()
-    names = {t.number: f"{t.number} · {t.label}" for t in topics.topics}
-    for row in frame.itertuples():
-        assert row.topic == names[topics.paper_topic[row.paper_id]]
-        assert (row.x, row.y) == topics.coordinates[row.paper_id]
-        shown = " ".join(readable(papers[row.paper_id].abstract).split())  # as the UI shows abstracts
-        assert shown.startswith(row.about.rstrip("…")) and row.title == papers[row.paper_id].title
-    assert list(frame["topic"]) == sorted(frame["topic"], key=lambda name: int(name.split(" · ")[0]))
-    assert all(about.endswith((".", "…")) and len(about) <= papers_map.FIRST_SENTENCE_CHARS for about in frame["about"])
+    assert points["topics"] == [{"number": t.number, "name": f"{t.number} · {t.label}", "size": t.size}
+                                for t in topics.topics]
+    for x, y, t, pid, title, about in zip(*(points[c] for c in columns), strict=True):
+        assert points["topics"][t]["number"] == topics.paper_topic[pid]
+        assert (x, y) == tuple(round(v, 4) for v in topics.coordinates[pid])
+        shown = " ".join(readable(papers[pid].abstract).split())  # as the UI shows abstracts
+        assert shown.startswith(about.rstrip("…")) and title == papers[pid].title
+        assert about.endswith((".", "…")) and len(about) <= papers_map.HOVER_CHARS
+    assert points["t"] == sorted(points["t"])  # grouped by topic: the page draws one topic at a time
     assert papers_map.first_sentence("One. Two.") == "One."
     assert papers_map.topic_choices(tiny) == [("All topics", 0)] + [
         (f"{t.number} · {t.label} ({t.size})", t.number) for t in topics.topics]
+
+
+def test_the_map_data_is_made_once_per_index_generation(tiny):
+    from rag.types import Paper
+
+    cache = papers_map.MapPoints(tiny)
+    first = cache.current()
+    assert cache.current() is first
+    added = Paper("added", "Added paper", "A new abstract about federated clients.", "added.jsonl", 1)
+    tiny.ingestor(show_progress=False).ingest([added])
+    again = cache.current()
+    assert again is not first
+    assert json.loads(again)["id"] == papers_map.map_points(tiny)["id"]  # the JSON text of the map's data
+    assert "added" in json.loads(again)["id"] and len(json.loads(again)["id"]) == len(json.loads(first)["id"]) + 1
 
 
 def test_the_list_filters_by_topic_and_keyword_and_names_related_papers(tiny):
@@ -71,19 +88,12 @@ def test_a_card_shows_the_paper_and_its_related_papers(tiny):
     assert "no paper with id" in papers_map.paper_card_html(tiny, "nope")
 
 
-def test_a_selection_on_the_map_opens_the_paper_nearest_its_middle(tiny):
-    frame = papers_map.map_frame(tiny).sort_values("x")
-    xs, ids = list(frame["x"]), list(frame["paper_id"])
-    assert papers_map.paper_in_band(frame, [xs[1] - 1e-6, xs[1] + 1e-6]) == ids[1]
-    assert papers_map.paper_in_band(frame, [xs[0] - 1e-6, (xs[0] + xs[1]) / 2 - 1e-6]) == ids[0]
-    assert papers_map.paper_in_band(frame, [xs[-1] + 5, xs[-1] + 6]) == ids[-1]  # past every point: the nearest
-    topic = tiny.topics().paper_topic[ids[0]]
-    members = set(frame[frame["topic"].str.startswith(f"{topic} · ")]["paper_id"])
-    assert papers_map.paper_in_band(frame, [xs[-1], xs[-1]], topic) in members
-    assert papers_map.paper_in_band(frame, "not a band") is None
-    card = papers_map.select_on_map(tiny, frame, [xs[1], xs[1]])
-    assert papers_map.esc(frame.iloc[1]["title"]) in card
-    assert papers_map.select_on_map(tiny, frame.iloc[0:0], [0, 1]) == papers_map.CARD_PLACEHOLDER
+def test_a_click_on_the_map_opens_that_paper_s_card(tiny):
+    card = papers_map.select_on_map(tiny, "000_dcbf1b5d2daaeff5.txt#1")
+    assert '<div class="pc-card-title">FedSSM' in card
+    assert papers_map.select_on_map(tiny, None) == papers_map.CARD_PLACEHOLDER
+    assert papers_map.select_on_map(tiny, ["not", "an id"]) == papers_map.CARD_PLACEHOLDER
+    assert "no paper with id" in papers_map.select_on_map(tiny, "nope")
 
 
 def test_an_empty_index_says_how_to_fill_it(settings_factory, fake_embedder):

@@ -7,6 +7,7 @@ import json
 import sys
 
 from rag.errors import LLMError, QueryError
+from rag.exports.filters import parse_filters
 from rag.exports.markdown import answer_markdown
 from rag.plain_text import readable
 from rag.retrieval.retriever import validate_question
@@ -97,12 +98,13 @@ def cmd_ask(args) -> int:
     if args.batch and args.markdown:
         raise QueryError("--markdown writes one answer: ask one question, or use --batch alone (JSON lines)")
     question = None if args.batch else question_arg(args.question)
+    filters = parse_filters(args.where, args.source)  # a bad filter too is said before anything is built
     with components_from_args(args) as components:
         if question is not None:  # a bad question is said before anything is built or announced
             validate_question(question, components.settings.max_question_chars)
         components.ensure_index()
         _say_if_starting(components)
-        pipeline = components.pipeline
+        pipeline = components.filtered(components.pipeline, filters)
         _say_notice(components)
         if args.batch:
             for row in read_batch(args.batch):

@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
                                help="print the answer and its references as Markdown ([n] link to the references)")
     p.add_argument("--batch", metavar="FILE", help="JSON Lines: a 'question' (and optional 'history') per line")
     p.add_argument("--extractive", action="store_true", help="no LLM: answer with cited sentences")
+    add_filter_arguments(p)
     p.set_defaults(func=cmd_ask)
 
     p = sub.add_parser("chat", help="a conversation in the terminal, with follow-ups")

@@ -17,8 +17,9 @@ import gradio as gr
 
 from rag.components import MAX_TOP_K, Components, SessionSettings
 from rag.errors import ConfigError, PaperchatError
+from rag.exports.filters import FIELDS
 from rag.text import say
-from ui.web import callbacks, papers_map, render
+from ui.web import callbacks, map_canvas, papers_map, render
 from ui.web.callbacks import ChatSession
 from ui.web.intro import intro_for
 from ui.web.takeaway import LastAnswer, markdown_file, recording
@@ -60,6 +61,7 @@ class _Widgets:
     status_line: gr.Markdown
     chatbot: gr.Chatbot
     question: gr.Textbox
+    where: gr.Textbox
     ask: gr.Button
     stop: gr.Button
     new: gr.Button
@@ -69,7 +71,7 @@ class _Widgets:
     last_answer: gr.State
     paper_filter: gr.Textbox
     topic_filter: gr.Dropdown
-    paper_map: gr.ScatterPlot
+    paper_map: gr.HTML
     card: gr.HTML
     papers: gr.HTML
     base_url: gr.Textbox
@@ -129,6 +131,11 @@ def _chat_tab(examples: list[str]) -> dict:
                     elem_id="pc-question",
                 )
                 ask = gr.Button("Ask", variant="primary", scale=0, min_width=96, elem_id="pc-ask")
+            where = gr.Textbox(
+                label="Only papers where", lines=1, max_lines=1, elem_id="pc-where",
+                placeholder="blank: every paper; e.g. year>=2024; author~Bengio; source=FILE; title~graph",
+                info=f"FIELD OP VALUE, ';' between filters; fields: {', '.join(FIELDS)}; ~ means contains",
+            )
             notice = gr.Markdown("", elem_id="pc-notice")  # why a question was not taken
             with gr.Row():
                 # Shown only while an answer is being written (see _wire_chat).
@@ -143,17 +150,14 @@ def _chat_tab(examples: list[str]) -> dict:
             sources = gr.HTML(render.SOURCES_PLACEHOLDER, elem_id="pc-sources-panel", js_on_load=None,
                               max_height=640)
     return {"chatbot": chatbot, "question": question, "ask": ask, "stop": stop, "new": new, "notice": notice,
-            "sources": sources, "download": download}
+            "sources": sources, "download": download, "where": where}
 
 
 def _papers_tab() -> dict:
     with gr.Tab("Papers", id="papers"):
         with gr.Row(equal_height=False):
-            paper_map = gr.ScatterPlot(
-                **papers_map.MAP_PLOT,
-                label="Map of the papers, coloured by topic: drag across it to open the paper there",
-                show_label=True, scale=3, elem_id="pc-map",
-            )
+            paper_map = gr.HTML("", html_template=map_canvas.MAP_TEMPLATE, js_on_load=map_canvas.MAP_SCRIPT,
+                                scale=3, elem_id=map_canvas.MAP_ELEMENT_ID, container=True, padding=True)
             card = gr.HTML(papers_map.CARD_PLACEHOLDER, elem_id="pc-map-card", js_on_load=None, max_height=520,
                            scale=2)
         with gr.Row():
@@ -198,10 +202,10 @@ def _settings_tab(defaults: SessionSettings) -> dict:
 
 
 def _wire_chat(components: Components, ui: _Widgets) -> None:
-    def answer_question(text: str, state: ChatSession, last: LastAnswer, *raw) -> Iterator[tuple]:
+    def answer_question(text: str, where: str, state: ChatSession, last: LastAnswer, *raw) -> Iterator[tuple]:
         first, stop_shown, panel_shown = True, None, None
         answering = recording(components, last)  # notes the final answer for "Download Markdown"
-        for current in callbacks.respond(answering, text, state, callbacks.session_settings(*raw)):
+        for current in callbacks.respond(answering, text, state, callbacks.session_settings(*raw), where):
             # A question that was not taken stays in the box, with the reason under it.
             box = "" if first and not current.notice else gr.skip()
             notice = f"⚠ {current.notice}" if current.notice else ""
@@ -215,21 +219,20 @@ def _wire_chat(components: Components, ui: _Widgets) -> None:
             yield current.messages, panel, current, box, notice, stop
             first = False
 
-    def chat_example(state: ChatSession, last: LastAnswer, url_, model_, key_, k_, t_, extractive_,
+    def chat_example(where: str, state: ChatSession, last: LastAnswer, url_, model_, key_, k_, t_, extractive_,
                      evt: gr.SelectData):
         value = evt.value if isinstance(evt.value, dict) else {"text": str(evt.value or "")}
-        yield from answer_question(value.get("text", ""), state, last, url_, model_, key_, k_, t_, extractive_)
+        yield from answer_question(value.get("text", ""), where, state, last, url_, model_, key_, k_, t_,
+                                   extractive_)
 
     chat_outputs = [ui.chatbot, ui.sources, ui.session, ui.question, ui.notice, ui.stop]
     answering = {"concurrency_limit": CONCURRENCY, "concurrency_id": "answer", "show_progress_on": [ui.chatbot],
                  **PRIVATE}
+    asked = [ui.question, ui.where, ui.session, ui.last_answer, *ui.settings_inputs]
     events = [
-        ui.question.submit(answer_question, [ui.question, ui.session, ui.last_answer, *ui.settings_inputs],
-                           chat_outputs, **answering),
-        ui.ask.click(answer_question, [ui.question, ui.session, ui.last_answer, *ui.settings_inputs], chat_outputs,
-                     **answering),
-        ui.chatbot.example_select(chat_example, [ui.session, ui.last_answer, *ui.settings_inputs], chat_outputs,
-                                  **answering),
+        ui.question.submit(answer_question, asked, chat_outputs, **answering),
+        ui.ask.click(answer_question, asked, chat_outputs, **answering),
+        ui.chatbot.example_select(chat_example, asked[1:], chat_outputs, **answering),
     ]
 
     def offer_download(last: LastAnswer):
@@ -284,21 +287,24 @@ def _wire_papers(components: Components, ui: _Widgets) -> None:
     def do_papers(query: str, topic):
         return papers_map.papers_list_html(components, query, topic)
 
-    def do_load(query: str, topic):
-        try:
-            frame, choices = papers_map.map_frame(components), papers_map.topic_choices(components)
-        except PaperchatError:  # the list says what is wrong
-            frame, choices = None, [("All topics", papers_map.ALL_TOPICS)]
-        return frame, gr.Dropdown(choices=choices), do_papers(query, topic)
+    points = papers_map.MapPoints(components)  # made once per index generation, for every session
 
-    def do_select(topic, evt: gr.SelectData):
-        return papers_map.select_on_map(components, papers_map.map_frame(components), evt.index, topic)
+    def do_map():
+        try:
+            return points.current(), gr.Dropdown(choices=papers_map.topic_choices(components))
+        except PaperchatError:  # the list says what is wrong
+            return '{"x":[],"topics":[]}', gr.Dropdown(choices=[("All topics", papers_map.ALL_TOPICS)])
+
+    def do_select(evt: gr.SelectData):
+        return papers_map.select_on_map(components, evt.value)
 
     listing = [ui.paper_filter, ui.topic_filter]
     ui.paper_filter.change(do_papers, listing, [ui.papers], trigger_mode="always_last", **PRIVATE)
     ui.topic_filter.change(do_papers, listing, [ui.papers], **PRIVATE)
-    ui.paper_map.select(do_select, [ui.topic_filter], [ui.card], **PRIVATE)
-    ui.demo.load(do_load, listing, [ui.paper_map, ui.topic_filter, ui.papers], **PRIVATE)
+    ui.paper_map.select(do_select, None, [ui.card], **PRIVATE)
+    # The map and the list load apart: the map need not wait for the list's related papers.
+    ui.demo.load(do_map, None, [ui.paper_map, ui.topic_filter], **PRIVATE)
+    ui.demo.load(do_papers, listing, [ui.papers], **PRIVATE)
 
 
 def _add_chat_api(components: Components) -> None:
@@ -372,7 +378,7 @@ def launch(demo: gr.Blocks, settings, *, host: str | None = None, port: int | No
         server_name=host, server_port=port, share=bool(share), auth=auth, inbrowser=open_browser,
         prevent_thread_lock=True, quiet=True, show_error=False, ssr_mode=False, mcp_server=False,
         run_history=False,  # it would keep every event's inputs, the API key too, in the browser
-        enable_monitoring=False, footer_links=["api", "settings"], css=render.CSS + papers_map.CSS,
+        enable_monitoring=False, footer_links=["api", "settings"], css=render.CSS + papers_map.CSS + map_canvas.MAP_CSS,
         theme=gr.themes.Soft(),
         head=MARKER_SCRIPT, **extra,
     )

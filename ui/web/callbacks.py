@@ -12,11 +12,12 @@ import logging
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rag.answers.pipeline import FinalEvent, SourcesEvent, TextEvent
 from rag.components import MAX_TOP_K, Components, SessionSettings
 from rag.errors import ConfigError, LLMAuthError, LLMError, LLMTimeout, PaperchatError, QueryError
+from rag.exports.filtered import check_filters, filters_in
 from rag.redact import redact_url
 from rag.retrieval.retriever import validate_question
 from rag.text import clean_input
@@ -196,20 +197,35 @@ class _AnswerView:
         session.answering = False
 
 
+def filter_wording(message: str) -> str:
+    """A filter's error as the filter box takes it: its examples without the command line's ``--where``."""
+    text = message.replace("--where ", "")
+    return text[:1].upper() + text[1:]
+
+
 def respond(
-    components: Components, question: str, session: ChatSession, settings: SessionSettings
+    components: Components, question: str, session: ChatSession, settings: SessionSettings, where: str = ""
 ) -> Iterator[ChatSession]:
-    """Answer ``question`` in ``session``, yielding the session each time what it shows changes.
+    """Answer ``question`` in ``session`` from the papers passing the filters ``where`` (blank: all), yielding the
+    session each time what it shows changes.
 
     The session's ``messages`` (for the Chatbot) and ``panel`` (sources HTML) are what to show. Errors
     become a readable assistant message; the session stays usable for the next question.
     """
     question = clean_input(question or "").strip()
     session.notice = ""
-    try:  # a question the search would refuse is said next to the box, and stays in it to be fixed
+    try:  # a question (or filter) the search would refuse is said next to the box, and stays in it to be fixed
         validate_question(question, components.settings.max_question_chars)
     except QueryError as error:
         session.notice = EMPTY_QUESTION if not question else ui_wording(str(error))
+        yield session
+        return
+    try:
+        filters = filters_in(clean_input(where or ""))
+        check_filters(components.papers(), filters)
+        settings = replace(settings, filters=filters)
+    except QueryError as error:
+        session.notice = filter_wording(str(error))
         yield session
         return
     session.turn += 1
