@@ -3,8 +3,9 @@
 The fusion is a linear model over four features of each candidate paper, each min-max normalised over the
 question's candidates (``hybrid.FEATURES``): the dense score, BM25's best chunk, BM25 over whole papers and a
 0/1 "the paper is named in the question" (its coined title or an author's full name). The three parameters
-(``dense_weight``, the whole-paper share of the lexical part, the title bonus) are fitted by coordinate ascent (steps 0.2 down to 0.025, from the
-current defaults, after a coarse grid) on an objective that adds what each set is judged by:
+(``dense_weight``, the whole-paper share of the lexical part, the title bonus) are fitted by coordinate ascent
+(steps 0.2 down to 0.025, from the current defaults, after a coarse grid) on an objective
+that adds what each set is judged by:
 
 * a dev file in our format (ICML ``dev2.jsonl``): MRR of single-paper questions plus half their recall@1
   (follow-ups searched with their history, as the product does: ``rag.evaluation.search_as_asked``);

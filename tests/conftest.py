@@ -31,7 +31,7 @@ class FakeEmbedder:
     """A deterministic bag-of-words embedder: fast, no model, similar texts get similar vectors."""
 
     name = "fake-bow"
-    dimension = 384  # as all-MiniLM-L6-v2: fewer hash collisions, so word overlap decides similarity
+    dimension = 64
     max_tokens = 256
 
     def __init__(self) -> None:

@@ -139,7 +139,7 @@ async def over_stdio(data_dir: str, errlog) -> dict:
 
     server = StdioServerParameters(
         command=sys.executable, args=["-m", "tests.hardening.driver", "mcp", "--extractive"], cwd=str(PROJECT_ROOT),
-        env=clean_env(PAPERCHAT_DATA_DIR=data_dir),
+        env=clean_env(PAPERCHAT_DATA_DIR=data_dir, PAPERCHAT_DENSE_WEIGHT="0.5"),  # fake embedder: see served_app
     )
     async with Client(stdio_client(server, errlog=errlog)) as client:
         return await exercise(client)
