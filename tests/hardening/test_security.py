@@ -220,7 +220,8 @@ INJECTION_QUESTION = "quokka routing for federated client selection"
 
 
 def ask_json(index_dir, server, question):
-    with fake_cli_env(index_dir, PAPERCHAT_LLM_BASE_URL=server.base_url):
+    # The fake embedder's dense scores are mostly hash-collision noise: rank as the hand-set fusion did.
+    with fake_cli_env(index_dir, PAPERCHAT_LLM_BASE_URL=server.base_url, PAPERCHAT_DENSE_WEIGHT="0.5"):
         code, out, err = cli("ask", question, "--json")
         assert code == 0, err
         search_code, search_out, _ = cli("search", question, "--json")
