@@ -205,6 +205,10 @@ def test_chroma_server_unreachable_then_back_on_the_same_port(chroma_server, bun
         assert "PAPERCHAT_" not in state.messages[-1]["content"]  # what to do is the operator's, not the user's
         assert "cannot reach the Chroma server" in callbacks.status(components, components.session_defaults())
         assert "cannot reach the Chroma server" in callbacks.search_papers(components, "")
+        # With filters too (checking them reads the papers): the same message in the chat, no crash.
+        filtered = list(callbacks.respond(components, QUESTION, ChatSession(), components.session_defaults(),
+                                          "year>=2024"))[-1]
+        assert filtered.messages[-1]["content"].startswith("⚠ **Could not answer.** Cannot reach the Chroma server")
 
         chroma_server.start()  # same path, same port
         after = [(h.paper_id, round(h.score, 6)) for h in retriever.search(QUESTION, 5)]

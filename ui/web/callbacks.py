@@ -222,12 +222,15 @@ def respond(
         return
     try:
         filters = filters_in(clean_input(where or ""))
-        check_filters(components.papers(), filters)
-        settings = replace(settings, filters=filters)
+        if filters:  # reads every paper: only when there is something to check
+            check_filters(components.papers(), filters)
     except QueryError as error:
         session.notice = filter_wording(str(error))
         yield session
         return
+    except PaperchatError:
+        pass  # the store is unreachable: the answer below says so in the chat, as without filters
+    settings = replace(settings, filters=filters)
     session.turn += 1
     session.answering = True
     view = _AnswerView(session, question)
