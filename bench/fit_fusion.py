@@ -36,7 +36,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rag.evaluation import ndcg_at_k  # noqa: E402  (after the path: run as a script from anywhere)
-from rag.retrieval.hybrid import fusion_weights  # noqa: E402
+from rag.retrieval.hybrid import _author_pattern, fusion_weights  # noqa: E402
 
 STEPS = (0.2, 0.1, 0.05, 0.025)
 
@@ -157,7 +157,8 @@ def lookup_questions(components) -> list[Question]:
     for p in papers.values():
         for name in p.authors:
             by_author.setdefault(name, set()).add(p.paper_id)
-    asked += [(f"papers by {name}", pids) for name, pids in sorted(by_author.items()) if len(name.split()) > 1]
+    # The names the retriever itself matches as names (a full name, not a lone surname).
+    asked += [(f"papers by {name}", pids) for name, pids in sorted(by_author.items()) if _author_pattern(name)]
     if not asked:
         return []
     queries = [q for q, _ in asked]
