@@ -8,8 +8,8 @@ the question, each cited.
 * ``not_stated``: the question asks a detail of a paper that exists, but its abstract does not state it:
   it never mentions a name the question gives (a benchmark, a model, a baseline), or the question asks
   for a figure and no sentence gives one for what is asked;
-* ``answer``: the papers that qualify (every one above a relevance bar for "which papers ..."
-  questions) with their best evidence sentences.
+* ``answer``: the papers that qualify (for "which papers ..." questions, every one likely enough to be
+  about the question's topic: rag/answers/membership.py) with their best evidence sentences.
 
 ``write`` turns an answer plan into text quoted from the abstracts, each sentence cited: always grounded
 and fast.
@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rag.answers.membership import FEATURES, MembershipParams, chances, list_topic, membership_features
 from rag.answers.sentence_kinds import sentence_penalties
 from rag.corpus.chunking import split_sentences
 from rag.corpus.titles import is_generic, looks_coined
@@ -77,11 +78,9 @@ _WORD_TOKEN = re.compile(r"[A-Za-z0-9][\w-]*[A-Za-z0-9]|[A-Za-z]")
 @dataclass(frozen=True)
 class ExtractiveParams:
     sentences_single: int = 3
-    max_papers_multi: int = 10
-    max_papers_count: int = 30  # "how many papers ...": counted over a deeper list (the relevance bar still holds)
-    multi_relative_score: float = 0.6
-    min_focus_coverage: float = 0.3  # share of the question's topic words a listed paper must mention
-    multi_relative_coverage: float = 0.6  # ... and this share of what the paper that mentions most mentions
+    max_papers_multi: int = 30  # how deep "which papers ..." / "how many papers ..." look for papers that qualify
+    topic_search_depth: int = 40  # ... and how deep the search for their topic alone ranks papers
+    membership: MembershipParams = MembershipParams()
     named_focus_coverage: float = 0.35  # share of them the abstract of a paper the question names must mention
     lexical_weight: float = 0.5
     boilerplate_penalty: float = 0.3
@@ -105,6 +104,7 @@ class AnswerPlan:
     multi: bool = False
     missing: str = ""  # for not_stated: what the abstract does not mention or quantify
     count: bool = False  # "how many papers ...": the answer says how many qualify
+    closest: float = 0.0  # a list's papers: the cosine of the sentence (or title) closest to its topic
 
     @property
     def refused(self) -> bool:
@@ -151,9 +151,13 @@ class ExtractiveAnswerer:
         embedder: Embedder,
         params: ExtractiveParams | None = None,
         idf: Callable[[str], float] | None = None,
+        search: Callable[[str, int], list[Hit]] | None = None,
     ) -> None:
         self.embedder = embedder
         self.params = params or ExtractiveParams()
+        # Ranks the papers for a list question's topic alone (its framing left out); without it, the question's
+        # own ranking stands in.
+        self.search = search
         self.analyze = Analyzer(LexicalParams())
         self.idf = idf or (lambda _term: 1.0)
         self.question_words = frozenset(self.analyze.plain(_QUESTION_WORDS))
@@ -163,11 +167,12 @@ class ExtractiveAnswerer:
         """Which papers answer ``question`` and with which sentences, or why none does (see the module docstring)."""
         if not hits:
             return AnswerPlan("not_covered")
-        multi = is_multi_paper_question(question)
-        chosen = self._choose_papers(question, hits, multi)
+        count = counts_papers(question)
+        # "What does PoLar evaluate on, and which prior approaches does it beat?" asks about PoLar, not for a list.
+        multi = is_multi_paper_question(question) and (count or not any(names_paper(question, h) for h in hits))
+        chosen, closest = self._choose_papers(question, hits, multi)
         if not chosen:
             return AnswerPlan("not_covered", multi=multi)
-        count = counts_papers(question)
         # "Which papers ..., and how much does it help?" with one paper that qualifies is a question about it.
         multi = multi and (len(chosen) > 1 or count)
         question_terms = set(self.analyze(question))
@@ -181,7 +186,7 @@ class ExtractiveAnswerer:
             missing = self.unstated(question, hits[papers[0].index])
             if missing:
                 return AnswerPlan("not_stated", papers[:1], multi=False, missing=missing)
-        return AnswerPlan("answer", papers, multi=multi, count=count)
+        return AnswerPlan("answer", papers, multi=multi, count=count, closest=closest)
 
     def write(self, plan: AnswerPlan, hits: Sequence[Hit]) -> str:
         """The plan's evidence as a cited answer: one line a paper for several papers, else the sentences."""
@@ -239,29 +244,37 @@ class ExtractiveAnswerer:
         what = counted.group(1).strip() if counted and counted.group(1).strip() else "what is asked"
         return f"gives no figure for {what}"
 
-    def _choose_papers(self, question: str, hits: Sequence[Hit], multi: bool) -> list[int]:
-        """The papers that answer: the top one for a single-paper question; for "which papers ...", every
-        candidate above the relevance bar (a share of the top score) that mentions what the question asks about
-        (a share of its topic words, and at least half as many as the paper that mentions most)."""
+    def _choose_papers(self, question: str, hits: Sequence[Hit], multi: bool) -> tuple[list[int], float]:
+        """The papers that answer (indexes into ``hits``), and for a list the similarity of its sentence closest
+        to the topic (see ``AnswerPlan.closest``): the top one for a single-paper question; for "which
+        papers ...", every candidate whose chance of being about the question's topic reaches the threshold
+        (rag/answers/membership.py), most likely first, or else the most likely one. A name the topic gives
+        ("... evaluate on ALFWorld") must be in the abstract: no paper qualifies for it by meaning alone."""
         if not multi:
-            return [0]
-        top = hits[0].score
-        # "Which papers use X, and how much does it help?": the topic is the part that asks for papers.
-        topic = next((part for part in question_parts(question)[1:] if _MULTI.search(part)), question)
-        depth = self.params.max_papers_count if counts_papers(question) else self.params.max_papers_multi
-        candidates = [i for i, h in enumerate(hits[:depth])
-                      if h.score >= self.params.multi_relative_score * top]
-        # "... X or Y?": a paper about either qualifies (each alternative of at least two topic words).
-        alternatives = [topic, *(part for part in re.split(r"\s+or\s+", topic)[1:] if part)]
-        if len(alternatives) > 1:
-            alternatives[0] = re.split(r"\s+or\s+", topic)[0]
-        alternatives = [a for a in alternatives if len(self.focus_terms(a, hits[0])) >= 2] or [topic]
-        coverage = {i: max(self.coverage(a, hits[i]) for a in alternatives) for i in candidates}
-        most = max(coverage.values(), default=0.0)
-        bar = max(self.params.min_focus_coverage, self.params.multi_relative_coverage * most)
-        # The top paper too must mention what is asked: ranked first is no reason to be listed (when the scores
-        # are flat, a paper about something near ranks first as easily); if none does, the top one answers.
-        return [i for i in candidates if coverage[i] >= bar] or [0]
+            return [0], 0.0
+        depth = min(len(hits), self.params.max_papers_multi)
+        topic = self.list_topic(question)
+        features = self.membership_features(question, hits[:depth])
+        chance = chances(features, self.params.membership)
+        names = [n.lower() for n in question_names(topic)]
+        if names:
+            mentions = [any(n in f"{h.title} {h.abstract or h.text}".lower() for n in names) for h in hits[:depth]]
+            chance = np.where(mentions, chance, 0.0)
+        order = sorted(range(depth), key=lambda i: (-chance[i], i))
+        chosen = [i for i in order if chance[i] >= self.params.membership.threshold] or order[:1]
+        return chosen, float(max(features[i, FEATURES.index("closest_sentence")] for i in chosen))
+
+    @staticmethod
+    def list_topic(question: str) -> str:
+        """What a list question asks papers about ("Which papers use X, and how much does it help?" -> "use X")."""
+        part = next((p for p in question_parts(question)[1:] if _MULTI.search(p) or counts_papers(p)), question)
+        return list_topic(part)
+
+    def membership_features(self, question: str, hits: Sequence[Hit]) -> np.ndarray:
+        """The membership model's ``FEATURES`` for each of ``hits`` as candidates for a list question."""
+        topic = self.list_topic(question)
+        topic_hits = self.search(topic, self.params.topic_search_depth) if self.search is not None else hits
+        return membership_features(topic, hits, topic_hits, self.coverage, self.embedder.embed)
 
     def focus_terms(self, question: str, hit: Hit) -> set[str]:
         name_terms = set(self.analyze(hit.title)) if len(hit.title.split()) <= 2 else set()

@@ -18,7 +18,6 @@ from rag.answers.citations import ClaimCheck, citations_from_checks, clean_marke
 from rag.answers.extractive import (
     AnswerPlan,
     ExtractiveAnswerer,
-    counts_papers,
     is_multi_paper_question,
     names_paper,
 )
@@ -69,12 +68,14 @@ class PipelineConfig:
     # words (words_relevance): a little less similar in meaning, but about the same things.
     relevance_margin: float = 0.07
     words_relevance: float = 0.6  # share of the question's topic words in the top abstract that makes up for it
+    # A list question below that bar is still answered when a listed paper has a sentence (or title) this close in
+    # meaning to its topic: its framing ("how many of the papers ..., and which ones?") dilutes the similarity.
+    list_sentence_relevance: float = 0.55
     small_model: bool = False
     # How the embedded tiny model answers: "lead" (cited evidence with a checked one-sentence lead written by
     # the model), "evidence" (it answers from numbered evidence sentences) or "abstracts" (from whole abstracts).
     small_model_design: str = "lead"
-    multi_candidates: int = 10  # how deep "which papers ..." questions look for papers that qualify
-    count_candidates: int = 30  # ... and "how many papers ..." questions, which count them
+    multi_candidates: int = 30  # how deep "which papers ..." / "how many papers ..." look for papers that qualify
     small_model_max_tokens: int = 96  # one or two sentences: a tiny model rambles, and every token costs time
     # A tiny model's lead is kept only this close to a source sentence: below it, its paraphrases drift from
     # what the abstract says (measured: bench/results/tuning.md, "Small-model lead").
@@ -164,7 +165,7 @@ class AnswerPipeline:
         self.embedder = embedder
         self.chat_model = chat_model
         self.config = config or PipelineConfig()
-        self.extractive = extractive or ExtractiveAnswerer(embedder, idf=retriever.idf)
+        self.extractive = extractive or ExtractiveAnswerer(embedder, idf=retriever.idf, search=retriever.search)
         self.attributor = Attributor(embedder)
 
     @property
@@ -187,10 +188,9 @@ class AnswerPipeline:
         validate_question(question, self.retriever.max_question_chars)
         k = k or self.config.top_k
         follow = self.follow_up(question, history)
-        # "Which papers ..." lists every paper above a relevance bar: look deeper than the usual top k.
+        # "Which papers ..." lists every paper likely enough to be about its topic: look deeper than the top k.
         multi = is_multi_paper_question(question)
-        depth = self.config.count_candidates if counts_papers(question) else self.config.multi_candidates
-        hits = self.retriever.search(follow.query, max(k, depth) if multi else k)
+        hits = self.retriever.search(follow.query, max(k, self.config.multi_candidates) if multi else k)
         hits = pinned_first(follow, hits, self.retriever, k)
         # "Who wrote X?", "papers from 2024": answered from the papers' metadata, not their abstracts.
         papers = getattr(self.retriever, "every_paper", None)  # optional: in-memory test retrievers lack it
@@ -208,10 +208,15 @@ class AnswerPipeline:
         answer = Answer(question=question, answer="", sources=hits, backend=self.backend, search_query=follow.query)
 
         plan = None
-        if hits and self._relevant(question, hits, pinned=bool(follow.pinned)):
+        relevant = bool(hits) and self._relevant(question, hits, pinned=bool(follow.pinned))
+        if relevant or (hits and multi):
             # A follow-up about pinned papers is answered from them, in the question's own words (the
             # paper's name added to the query would make the abstract look as if it left the question open).
             plan = self.extractive.plan(question, hits[: len(follow.pinned)] if follow.pinned else hits)
+            # A list question's framing ("how many of the papers ..., and which ones?") dilutes its similarity to
+            # any one abstract: a listed paper with a sentence that says its topic nearly in its words will do.
+            if not relevant and plan.closest < self.config.list_sentence_relevance:
+                plan = None
         if plan is None or plan.kind == "not_covered":
             answer.answer = self._not_covered(hits)
             answer.refused = True

@@ -1,0 +1,101 @@
+"""Which papers belong in a list answer ("which papers ...?", "how many papers ...?"): each candidate's chance
+of being about what the question asks, from three signals that together agree with a reader's judgement more
+than any one of them does:
+
+* ``topic_rank``: how the paper ranks when the topic alone is searched (its fused score over the best one's);
+  the question's framing ("how many of the papers ..., and which ones?") left out of the search;
+* ``topic_coverage``: how much of the topic's words its abstract uses (idf-weighted, as the relevance checks);
+* ``closest_sentence``: how close in meaning its closest sentence (or its title) is to the topic: a paper is
+  often about a topic in one sentence ("we distil a large teacher into a small student") and about something
+  else in the rest, which a whole-abstract vector dilutes.
+
+They are combined by a logistic model fitted on list questions with judged answers (``bench/fit_membership.py``
+over ``data/eval/lists.jsonl`` and the dev sets' multi-paper questions, cross-validated); a paper is listed when
+its chance reaches ``threshold``. A ranked list cut at a share of the top score cannot do this: for broad topics
+the scores fall off smoothly, and the second paper is no more likely to qualify for having ranked second.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rag.corpus.chunking import split_sentences
+from rag.types import Hit
+
+FEATURES = ("topic_rank", "topic_coverage", "closest_sentence")
+
+# The words that frame a list question rather than say what it is about, removed from its topic.
+_FRAMING = [re.compile(p, re.IGNORECASE) for p in (
+    r",?\s*(?:and\s+)?(?:which|what)(?:\s+(?:ones|ones are they|are they|papers are they|are those))?\s*[?.]*\s*$",
+    r"\b(?:list|name)\s+them\b\.?",
+    r"^\s*(?:so,?\s+|ok,?\s+|and\s+)?(?:how many|which|what)\s+(?:of\s+(?:the|these|those)\s+)?"
+    r"(?:papers|works|studies|articles|abstracts|submissions)\s+(?:in\s+(?:this|the)\s+(?:collection|corpus|set)\s+)?"
+    r"(?:are\s+(?:there\s+)?(?:about|on)\s+)?",
+    r"^\s*(?:are|is)\s+there\s+(?:any\s+)?(?:papers?|works?|studies|articles)\s+(?:about|on|that|which|where)?\s*",
+    r"^\s*(?:list|name|show|find)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?(?:papers|works|studies)\s+(?:that|which|about|on)?\s*",
+)]
+
+
+def list_topic(question: str) -> str:
+    """What a list question asks about: "How many papers are about federated learning, and which?" ->
+    "federated learning". The question itself when nothing is left."""
+    topic = " ".join(question.split())
+    for _ in range(2):  # "Are there papers on X? Which ones?": the trailing part first, then the lead
+        for pattern in _FRAMING:
+            topic = pattern.sub(" ", topic).strip()
+    topic = " ".join(topic.split()).strip(" ,;:?.")
+    return topic or question
+
+
+@dataclass(frozen=True)
+class MembershipParams:
+    """The logistic model's weights, one for each of ``FEATURES`` (fitted: bench/fit_membership.py)."""
+
+    intercept: float = -7.71
+    topic_rank: float = 5.72
+    topic_coverage: float = 3.67
+    closest_sentence: float = 3.07
+    threshold: float = 0.4  # the chance at which a paper is listed
+
+    def weights(self) -> np.ndarray:
+        return np.array([getattr(self, name) for name in FEATURES])
+
+
+def membership_features(
+    topic: str,
+    hits: Sequence[Hit],
+    topic_hits: Sequence[Hit],
+    coverage: Callable[[str, Hit], float],
+    embed: Callable[[list[str]], np.ndarray],
+) -> np.ndarray:
+    """One row of ``FEATURES`` for each of ``hits``; ``topic_hits``: the search for the topic alone."""
+    if not hits:
+        return np.zeros((0, len(FEATURES)))
+    topic_scores = {h.paper_id: h.score for h in topic_hits}
+    best = max(topic_scores.values(), default=0.0)
+    rank = [topic_scores.get(h.paper_id, 0.0) / best if best > 0 else 0.0 for h in hits]
+    covered = [coverage(topic, h) for h in hits]
+    # Every candidate's sentences (and title) in one embedding call.
+    texts: list[str] = [topic]
+    owners: list[int] = []
+    for i, hit in enumerate(hits):
+        abstract = hit.abstract or hit.text
+        sentences = [hit.title, *(abstract[a:b] for a, b in split_sentences(abstract))]
+        texts.extend(s for s in sentences if s.strip())
+        owners.extend(i for s in sentences if s.strip())
+    vectors = np.asarray(embed(texts), dtype=np.float64)
+    similarity = vectors[1:] @ vectors[0]
+    closest = np.full(len(hits), -1.0)
+    np.maximum.at(closest, np.array(owners, dtype=int), similarity)
+    return np.column_stack([rank, covered, closest])
+
+
+def chances(features: np.ndarray, params: MembershipParams) -> np.ndarray:
+    """Each row's chance of belonging, by the logistic model."""
+    if len(features) == 0:
+        return np.zeros(0)
+    return 1.0 / (1.0 + np.exp(-(params.intercept + features @ params.weights())))

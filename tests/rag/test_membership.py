@@ -1,0 +1,93 @@
+"""Which papers a list answer names (rag/answers/membership.py): the question's topic without its framing, and
+papers chosen by their chance of being about it, with the bundled MiniLM (meaning matters here)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rag.answers.extractive import ExtractiveAnswerer
+from rag.answers.membership import FEATURES, MembershipParams, chances, list_topic, membership_features
+from rag.types import Paper
+from tests.conftest import FakeRetriever
+
+
+@pytest.mark.parametrize(("question", "topic"), [
+    ("How many papers are about federated learning, and which ones?", "federated learning"),
+    ("How many of the papers are about federated learning?", "federated learning"),
+    ("Which papers use knowledge distillation?", "use knowledge distillation"),
+    ("Are there papers on world models? Which ones?", "world models"),
+    ("Are there any papers about protein folding?", "protein folding"),
+    ("List all papers that study graph neural networks.", "study graph neural networks"),
+    ("How many papers work with sound? List them.", "work with sound"),
+    ("What is FedSSM?", "What is FedSSM"),
+])
+def test_list_topic_drops_the_framing(question, topic):
+    assert list_topic(question) == topic
+
+
+def _paper(n: int, title: str, abstract: str) -> Paper:
+    return Paper(paper_id=f"p{n}", source="s.txt", ordinal=n, title=title, abstract=abstract)
+
+
+# Two papers distil a teacher into a student, one of them only in its last sentence; two others share words
+# ("model", "training", "compress") and a general subject but not the topic.
+PAPERS = [
+    _paper(1, "Sparse Serving", "We compress large language models by pruning attention heads. Pruned models "
+              "serve requests faster on GPUs while keeping accuracy on standard benchmarks."),
+    _paper(2, "TinyTeacher", "We study how a small student network learns from a large teacher model. Knowledge "
+              "distillation transfers the teacher's soft labels to the student, which keeps most of its accuracy."),
+    _paper(3, "Robust Vision", "Image classifiers fail under distribution shift. We propose a training recipe with "
+              "strong augmentations that improves robustness on corrupted images. We then use knowledge "
+              "distillation to train a compact student from the robust teacher."),
+    _paper(4, "Quantized Training", "We train language models with 4-bit weights and activations, reducing memory "
+              "during training without losing accuracy at scale."),
+]
+
+
+@pytest.fixture(scope="module")
+def answerer(real_embedder):
+    retriever = FakeRetriever(PAPERS, real_embedder)
+    return ExtractiveAnswerer(real_embedder, idf=retriever.idf, search=retriever.search), retriever
+
+
+def test_closest_sentence_finds_a_paper_about_the_topic_in_one_sentence(answerer, real_embedder):
+    extractive, retriever = answerer
+    hits = retriever.search("knowledge distillation from a teacher into a student", 4)
+    features = membership_features("knowledge distillation", hits, hits, extractive.coverage, real_embedder.embed)
+    assert features.shape == (4, len(FEATURES))
+    closest = {h.title: features[i, FEATURES.index("closest_sentence")] for i, h in enumerate(hits)}
+    # Robust Vision is about robustness, but one of its sentences is about distillation.
+    assert closest["Robust Vision"] > max(closest["Sparse Serving"], closest["Quantized Training"])
+    assert closest["TinyTeacher"] > closest["Quantized Training"]
+
+
+def test_a_list_names_every_paper_about_its_topic_and_no_other(answerer):
+    extractive, retriever = answerer
+    question = "How many papers use knowledge distillation, and which ones?"
+    hits = retriever.search(question, 4)
+    plan = extractive.plan(question, hits)
+    assert plan.kind == "answer" and plan.multi and plan.count
+    assert sorted(hits[p.index].title for p in plan.papers) == ["Robust Vision", "TinyTeacher"]
+    assert extractive.write(plan, hits).splitlines()[0] == "2 papers are about this:"
+    assert plan.closest > 0.5
+
+
+def test_the_chance_rises_with_each_signal():
+    params = MembershipParams()
+    base = np.array([[0.5, 0.3, 0.3]])
+    for column in range(len(FEATURES)):
+        more = base.copy()
+        more[0, column] += 0.3
+        assert chances(more, params)[0] > chances(base, params)[0]
+    assert chances(np.zeros((0, 3)), params).shape == (0,)
+
+
+def test_a_list_question_on_a_topic_no_paper_covers_is_refused(answerer, real_embedder):
+    from rag.answers.pipeline import AnswerPipeline
+
+    _extractive, retriever = answerer
+    pipeline = AnswerPipeline(retriever, real_embedder, None)
+    assert pipeline.answer("Are there papers on watermarking generated text? Which ones?").refused
+    answered = pipeline.answer("Which papers use knowledge distillation?")
+    assert not answered.refused and {c.title for c in answered.citations} >= {"TinyTeacher"}
