@@ -62,9 +62,12 @@ def load_questions(paths: list[Path], data_dir: str) -> list[ListQuestion]:
     return out
 
 
-def choose(chance: np.ndarray, threshold: float) -> list[int]:
-    chosen = [i for i in range(len(chance)) if chance[i] >= threshold]
-    return chosen or [int(np.argmax(chance))]
+def choose(chance: np.ndarray, features: np.ndarray, threshold: float) -> list[int]:
+    """As ``ExtractiveAnswerer._choose_papers`` does: the chance, and the topic's words against the likeliest's."""
+    best = int(np.argmax(chance))
+    coverage = features[:, FEATURES.index("topic_coverage")]
+    bar = MembershipParams().relative_coverage * coverage[best]
+    return [i for i in range(len(chance)) if chance[i] >= threshold and coverage[i] >= bar] or [best]
 
 
 def scores(q: ListQuestion, chosen: list[int]) -> tuple[float, float, bool]:
@@ -99,10 +102,10 @@ def main(argv: list[str] | None = None) -> None:
     shipped = MembershipParams()
     held_out = [fit(questions[:i] + questions[i + 1:]) for i in range(len(questions))]
     for threshold in args.threshold:
-        report(questions, [choose(chances(q.features, shipped), threshold) for q in questions],
+        report(questions, [choose(chances(q.features, shipped), q.features, threshold) for q in questions],
                f"shipped weights, threshold {threshold}")
-        report(questions, [choose(chances(q.features, params), threshold) for q, params in zip(questions, held_out,
-                                                                                                strict=True)],
+        report(questions, [choose(chances(q.features, params), q.features, threshold)
+                           for q, params in zip(questions, held_out, strict=True)],
                f"leave one question out (each chosen by a model that never saw it), threshold {threshold}")
     final = fit(questions)
     print("fitted on all:", ", ".join(f"{name} {getattr(final, name):.2f}" for name in ("intercept", *FEATURES)))

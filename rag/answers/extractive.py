@@ -253,15 +253,18 @@ class ExtractiveAnswerer:
         if not multi:
             return [0], 0.0
         depth = min(len(hits), self.params.max_papers_multi)
+        params = self.params.membership
         topic = self.list_topic(question)
-        features = self.membership_features(question, hits[:depth])
-        chance = chances(features, self.params.membership)
+        features = self.topic_features(topic, hits[:depth])
+        chance = chances(features, params)
         names = [n.lower() for n in question_names(topic)]
-        if names:
-            mentions = [any(n in f"{h.title} {h.abstract or h.text}".lower() for n in names) for h in hits[:depth]]
-            chance = np.where(mentions, chance, 0.0)
+        if names:  # "... evaluate on ALFWorld": no paper qualifies for a name by meaning alone
+            chance = np.where([any(n in f"{h.title} {h.abstract or h.text}".lower() for n in names)
+                               for h in hits[:depth]], chance, 0.0)
         order = sorted(range(depth), key=lambda i: (-chance[i], i))
-        chosen = [i for i in order if chance[i] >= self.params.membership.threshold] or order[:1]
+        coverage = features[:, FEATURES.index("topic_coverage")]
+        bar = params.relative_coverage * coverage[order[0]]
+        chosen = [i for i in order if chance[i] >= params.threshold and coverage[i] >= bar] or order[:1]
         return chosen, float(max(features[i, FEATURES.index("closest_sentence")] for i in chosen))
 
     @staticmethod
@@ -271,8 +274,11 @@ class ExtractiveAnswerer:
         return list_topic(part)
 
     def membership_features(self, question: str, hits: Sequence[Hit]) -> np.ndarray:
-        """The membership model's ``FEATURES`` for each of ``hits`` as candidates for a list question."""
-        topic = self.list_topic(question)
+        """The membership model's ``FEATURES`` for each of ``hits`` as candidates for a list question (its whole
+        topic: what ``bench/fit_membership.py`` fits on)."""
+        return self.topic_features(self.list_topic(question), hits)
+
+    def topic_features(self, topic: str, hits: Sequence[Hit]) -> np.ndarray:
         topic_hits = self.search(topic, self.params.topic_search_depth) if self.search is not None else hits
         return membership_features(topic, hits, topic_hits, self.coverage, self.embedder.embed)
 

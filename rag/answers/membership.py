@@ -60,6 +60,9 @@ class MembershipParams:
     topic_coverage: float = 3.67
     closest_sentence: float = 3.07
     threshold: float = 0.4  # the chance at which a paper is listed
+    # ... if its abstract uses at least this share of what the likeliest paper's uses of the topic's words: a
+    # paper that merely sounds close ("e.g. about client selection") is not listed beside one that is about it.
+    relative_coverage: float = 0.6
 
     def weights(self) -> np.ndarray:
         return np.array([getattr(self, name) for name in FEATURES])

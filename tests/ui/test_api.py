@@ -105,12 +105,12 @@ def test_a_follow_up_in_messages_resolves_as_in_the_ui(client, served_app):
     from rag.components import SessionSettings
     from rag.types import Turn
 
-    first_question = "Which papers detect anomalies with causal graphs or calibrate LLMs?"
+    first_question = "Which papers are about large language models?"
     first = client.chat.completions.create(model="paperchat-extractive", messages=user(first_question))
     first_text = first.choices[0].message.content
     cited = [c["paper_id"] for c in first.model_extra["citations"]]
     assert len(cited) >= 2, first_text
-    follow_up = "Does the second one use multi-agent retrieval for medical question answering?"
+    follow_up = "Does the second one calibrate the model's confidence?"
     messages = [*user(first_question), {"role": "assistant", "content": first_text}, *user(follow_up)]
     answer = client.chat.completions.create(model="paperchat-extractive", messages=messages)
 
