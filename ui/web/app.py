@@ -306,11 +306,9 @@ def _wire_papers(components: Components, ui: _Widgets, points: papers_map.MapPoi
     ui.paper_filter.change(do_papers, listing, [ui.papers], trigger_mode="always_last", **PRIVATE)
     ui.topic_filter.change(do_papers, listing, [ui.papers], **PRIVATE)
     ui.paper_map.select(do_select, None, [ui.card], **PRIVATE)
-    # The list loads once the map is there: making it (each paper's related papers) and showing it (200 abstracts)
-    # would otherwise hold up the map's message on the server and its drawing in the page, for a list that comes
-    # a few hundredths of a second later.
-    ui.demo.load(do_map, None, [ui.paper_map, ui.topic_filter], **PRIVATE).then(do_papers, listing, [ui.papers],
-                                                                               **PRIVATE)
+    # The map and the list load apart: the map need not wait for the list's related papers.
+    ui.demo.load(do_map, None, [ui.paper_map, ui.topic_filter], **PRIVATE)
+    ui.demo.load(do_papers, listing, [ui.papers], **PRIVATE)
 
 
 def _add_chat_api(components: Components) -> None:
