@@ -65,12 +65,16 @@ def test_the_map_renders_and_a_click_on_a_point_opens_its_card(page):
             point = (x, y)
             break
     assert point is not None, "no point under the mouse anywhere on the map"
+    expect(tip.locator("b")).not_to_have_text("…", timeout=30_000)  # the title comes from the server on demand
     title = tip.locator("b").inner_text()
     assert title and "topic " in tip.inner_text()  # hover: the title, the first sentence and the topic
+    assert len(tip.inner_text()) > len(title) + len("topic ") + 10  # and the first sentence between them
     page.mouse.click(*point)
     card = page.locator("#pc-map-card .pc-map-card")
     expect(card).to_be_visible(timeout=60_000)
     expect(card.locator(".pc-card-title")).to_contain_text(title)  # the paper clicked, not another
+    topic = tip.locator("div").inner_text()  # the point's topic, from the map's own rows
+    expect(card.locator(".pc-card-title .pc-topic")).to_have_text(topic)  # the hover's paper is that point's
     expect(card.locator(".pc-related")).to_contain_text("Related:")
     expect(card.locator(".pc-related li").first).to_contain_text("similarity")
     expect(page.locator("#pc-papers")).to_contain_text("76 papers")

@@ -22,24 +22,77 @@ def tiny(make_components):
     return make_components()
 
 
-def test_the_map_has_one_point_per_paper_with_its_topic_and_first_sentence(tiny):
-    points = papers_map.map_points(tiny)
+def _rows(points: dict) -> list[int]:
+    """Each row's topic index, as the page reads it from the topics' row counts."""
+    return [index for index, topic in enumerate(points["topics"]) for _ in range(topic["rows"])]
+
+
+def _all_details(cache, version: int, rows: int) -> dict:
+    """Every row's id, title and hover text, asked block by block as the page does."""
+    found: dict[str, list] = {"id": [], "title": [], "about": []}
+    for start in range(0, rows, papers_map.DETAIL_ROWS):
+        block = cache.details({"version": version, "start": start})
+        assert block["version"] == version and block["start"] == start
+        for key in found:
+            found[key] += block[key]
+    return found
+
+
+def test_the_map_has_one_point_per_paper_with_its_topic_and_first_sentence(tiny, monkeypatch):
+    monkeypatch.setattr(papers_map, "DETAIL_ROWS", 4)  # the tiny index's 6 papers come in two blocks
+    cache = papers_map.MapPoints(tiny)
+    version = tiny.store.generation()
+    points = json.loads(cache.current())
     papers = {p.paper_id: p for p in tiny.papers()}
-    columns = ("x", "y", "t", "id", "title", "about")
-    assert all(len(points[c]) == len(papers) for c in columns) and sorted(points["id"]) == sorted(papers)
+    assert points["version"] == version and len(points["x"]) == len(points["y"]) == len(papers)
+    detail = _all_details(cache, version, len(papers))
+    assert sorted(detail["id"]) == sorted(papers)
     topics = tiny.topics()
-    assert points["topics"] == [{"number": t.number, "name": f"{t.number} · {t.label}", "size": t.size}
-                                for t in topics.topics]
-    for x, y, t, pid, title, about in zip(*(points[c] for c in columns), strict=True):
-        assert points["topics"][t]["number"] == topics.paper_topic[pid]
-        assert (x, y) == tuple(round(v, 4) for v in topics.coordinates[pid])
+    assert [{k: t[k] for k in ("number", "name", "size")} for t in points["topics"]] == [
+        {"number": t.number, "name": f"{t.number} · {t.label}", "size": t.size} for t in topics.topics]
+    rows = _rows(points)
+    assert len(rows) == len(papers) and rows == sorted(rows)  # grouped by topic: the page draws one topic at a time
+    xs = [topics.coordinates[pid][0] for pid in detail["id"]]
+    ys = [topics.coordinates[pid][1] for pid in detail["id"]]
+    for i, pid in enumerate(detail["id"]):
+        assert points["topics"][rows[i]]["number"] == topics.paper_topic[pid]
+        for grid, values in ((points["x"], xs), (points["y"], ys)):  # the grid keeps every position to half a step
+            low, span = min(values), max(values) - min(values)
+            assert abs(low + grid[i] / papers_map.MAP_GRID * span - values[i]) <= span / papers_map.MAP_GRID / 2 + 1e-9
         shown = " ".join(readable(papers[pid].abstract).split())  # as the UI shows abstracts
+        about, title = detail["about"][i], detail["title"][i]
         assert shown.startswith(about.rstrip("…")) and title == papers[pid].title
         assert about.endswith((".", "…")) and len(about) <= papers_map.HOVER_CHARS
-    assert points["t"] == sorted(points["t"])  # grouped by topic: the page draws one topic at a time
+    assert min(points["x"]) == 0 and max(points["x"]) == papers_map.MAP_GRID
     assert papers_map.first_sentence("One. Two.") == "One."
     assert papers_map.topic_choices(tiny) == [("All topics", 0)] + [
         (f"{t.number} · {t.label} ({t.size})", t.number) for t in topics.topics]
+
+
+def test_the_page_s_map_data_holds_positions_and_topics_only(tiny):
+    layout = papers_map.MapLayout(tiny, 7)
+    assert json.loads(layout.points) == papers_map.map_points(tiny, 7)  # the text round-trips to the data
+    assert set(json.loads(layout.points)) == {"version", "x", "y", "topics"}
+    assert all(isinstance(v, int) and 0 <= v <= papers_map.MAP_GRID for v in json.loads(layout.points)["x"])
+    for p in tiny.papers():  # titles, hover texts and ids are asked for later, not sent with the points
+        assert p.paper_id not in layout.points and p.title not in layout.points
+    assert papers_map._grid([2.0, 2.0]) == [0, 0] and papers_map._grid([]) == []
+
+
+def test_hover_texts_asked_for_are_those_rows_papers(tiny, monkeypatch):
+    monkeypatch.setattr(papers_map, "DETAIL_ROWS", 4)
+    cache = papers_map.MapPoints(tiny)
+    version = tiny.store.generation()
+    order = cache.layout().papers
+    second = cache.details({"version": version, "start": 4})
+    assert second["id"] == [p.paper_id for p in order[4:8]] and len(second["id"]) == 2  # rows 4 and 5 of 6
+    assert second["title"] == [p.title for p in order[4:6]]
+    assert second["about"] == [papers_map.first_sentence(p.abstract, papers_map.HOVER_CHARS) for p in order[4:6]]
+    assert cache.details({"version": version, "start": 4}) is second  # made once
+    assert cache.details({"version": version + 1, "start": 0}) == {"version": version, "stale": True}
+    for wrong in ({"version": version, "start": 3}, {"version": version, "start": 8}, {"version": version,
+                  "start": -4}, {"start": 0}, None, {"version": "x", "start": 0}):
+        assert "error" in cache.details(wrong)
 
 
 def test_the_map_data_is_made_once_per_index_generation(tiny):
@@ -48,12 +101,15 @@ def test_the_map_data_is_made_once_per_index_generation(tiny):
     cache = papers_map.MapPoints(tiny)
     first = cache.current()
     assert cache.current() is first
+    before = tiny.store.generation()
     added = Paper("added", "Added paper", "A new abstract about federated clients.", "added.jsonl", 1)
     tiny.ingestor(show_progress=False).ingest([added])
     again = cache.current()
-    assert again is not first
-    assert json.loads(again)["id"] == papers_map.map_points(tiny)["id"]  # the JSON text of the map's data
-    assert "added" in json.loads(again)["id"] and len(json.loads(again)["id"]) == len(json.loads(first)["id"]) + 1
+    now = tiny.store.generation()
+    assert again is not first and json.loads(again) == papers_map.map_points(tiny, now)
+    assert len(json.loads(again)["x"]) == len(json.loads(first)["x"]) + 1
+    assert "added" in _all_details(cache, now, len(json.loads(again)["x"]))["id"]
+    assert cache.details({"version": before, "start": 0}) == {"version": now, "stale": True}  # the old page's map
 
 
 def test_the_list_filters_by_topic_and_keyword_and_names_related_papers(tiny):

@@ -119,3 +119,24 @@ def test_four_endless_answers_do_not_keep_a_fifth_user_waiting(launched, llm_ser
             job.result(timeout=30)
         assert "PAPERCHAT_LLM_TIMEOUT" in str(raised.value)
     assert waited < 30  # cut at the 3 s deadline, not at the endpoint's whim (the probe waited 104 s)
+
+
+def test_the_map_s_hover_texts_come_from_its_server_function(launched):
+    """What the map's script asks for as the mouse moves (``server.map_details``), over HTTP as the page does."""
+    import httpx
+
+    from ui.web import map_canvas, papers_map
+
+    url, components = launched()
+    config = httpx.get(f"{url}config", timeout=30).json()
+    (widget,) = [c for c in config["components"] if c.get("props", {}).get("elem_id") == map_canvas.MAP_ELEMENT_ID]
+    version = components.store.generation()
+    asked = {"data": {"version": version, "start": 0}, "component_id": widget["id"],
+             "fn_name": map_canvas.DETAILS_FUNCTION, "session_hash": "test-map"}
+    got = httpx.post(f"{url}gradio_api/component_server", json=asked, timeout=30).json()
+    order = papers_map.MapLayout(components, version).papers
+    assert got["version"] == version and got["id"] == [p.paper_id for p in order]  # the map's rows, in order
+    assert got["title"] == [p.title for p in order]
+    stale = httpx.post(f"{url}gradio_api/component_server", json={**asked, "data": {"version": version + 1,
+                                                                                    "start": 0}}, timeout=30).json()
+    assert stale == {"version": version, "stale": True}

@@ -89,15 +89,16 @@ def build_app(components: Components) -> gr.Blocks:
     with gr.Blocks(title="paperchat", analytics_enabled=False) as demo:
         gr.Markdown(intro.markdown)
         status_line = gr.Markdown("**Index:** …", elem_classes="pc-status", elem_id="pc-status")
+        points = papers_map.MapPoints(components)  # the map, made once per index generation, for every session
         with gr.Tabs():
             chat = _chat_tab(intro.examples)
-            papers_tab = _papers_tab()
+            papers_tab = _papers_tab(points)
             panel = _settings_tab(defaults)
         ui = _Widgets(demo=demo, session=gr.State(ChatSession()), last_answer=gr.State(LastAnswer()),
                       status_line=status_line, **papers_tab, **chat, **panel)
         _wire_chat(components, ui)
         _wire_settings(components, ui)
-        _wire_papers(components, ui)
+        _wire_papers(components, ui, points)
         _add_chat_api(components)
     demo.queue(default_concurrency_limit=CONCURRENCY)
     return demo
@@ -153,11 +154,16 @@ def _chat_tab(examples: list[str]) -> dict:
             "sources": sources, "download": download, "where": where}
 
 
-def _papers_tab() -> dict:
+def _papers_tab(points: papers_map.MapPoints) -> dict:
+    def map_details(asked):  # the map's ids, titles and hover texts, asked for by its script as the mouse moves
+        return points.details(asked)
+    map_details.__name__ = map_canvas.DETAILS_FUNCTION
+
     with gr.Tab("Papers", id="papers"):
         with gr.Row(equal_height=False):
             paper_map = gr.HTML("", html_template=map_canvas.MAP_TEMPLATE, js_on_load=map_canvas.MAP_SCRIPT,
-                                scale=3, elem_id=map_canvas.MAP_ELEMENT_ID, container=True, padding=True)
+                                scale=3, elem_id=map_canvas.MAP_ELEMENT_ID, container=True, padding=True,
+                                server_functions=[map_details])
             card = gr.HTML(papers_map.CARD_PLACEHOLDER, elem_id="pc-map-card", js_on_load=None, max_height=520,
                            scale=2)
         with gr.Row():
@@ -283,17 +289,15 @@ def _wire_settings(components: Components, ui: _Widgets) -> None:
     ui.demo.load(do_refresh, inputs, refreshed, **PRIVATE)  # first load, per browser session
 
 
-def _wire_papers(components: Components, ui: _Widgets) -> None:
+def _wire_papers(components: Components, ui: _Widgets, points: papers_map.MapPoints) -> None:
     def do_papers(query: str, topic):
         return papers_map.papers_list_html(components, query, topic)
-
-    points = papers_map.MapPoints(components)  # made once per index generation, for every session
 
     def do_map():
         try:
             return points.current(), gr.Dropdown(choices=papers_map.topic_choices(components))
         except PaperchatError:  # the list says what is wrong
-            return '{"x":[],"topics":[]}', gr.Dropdown(choices=[("All topics", papers_map.ALL_TOPICS)])
+            return '{"x":[],"y":[],"topics":[]}', gr.Dropdown(choices=[("All topics", papers_map.ALL_TOPICS)])
 
     def do_select(evt: gr.SelectData):
         return papers_map.select_on_map(components, evt.value)

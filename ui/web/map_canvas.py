@@ -4,13 +4,18 @@ sends the paper's id as a ``select`` event (``gr.SelectData.value``).
 
 Why not Gradio's ``gr.ScatterPlot``: it draws with Vega-Lite into SVG, one DOM node per point, and SciFact's
 5,183 points took ~3 s to draw on top of the page's load (bench/map_render.py); its selection is a brush over
-x, not a click on a point. A canvas draws them in milliseconds. The data arrives as columns (``ui.web.papers_map.
-map_points``): x, y, topic index, id, title, hover text. Corpus text is only ever set as ``textContent``.
+x, not a click on a point. A canvas draws them in milliseconds. The data arrives as JSON text (``ui.web.papers_map.
+map_points``): positions on a whole-number grid, rows grouped by topic; the papers' ids, titles and hover texts are
+asked of the server in blocks as the mouse reaches them (``server.map_details``, a ``server_functions`` entry of the
+``gr.HTML``: ``papers_map.MapPoints.details``). Corpus text is only ever set as ``textContent``.
 """
 
 from __future__ import annotations
 
+from ui.web.papers_map import DETAIL_ROWS
+
 MAP_ELEMENT_ID = "pc-map"
+DETAILS_FUNCTION = "map_details"  # the name of the server function the script asks for hover texts and ids
 
 # What the template renders: the canvas is (re)drawn by MAP_SCRIPT; ``data-points`` says how many are drawn.
 MAP_TEMPLATE = (
@@ -46,17 +51,47 @@ const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b
   "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7",
   "#dbdb8d", "#9edae5"];
 const NEAR_PX = 9;
+const DETAIL_ROWS = __DETAIL_ROWS__, DETAILS = "__DETAILS__";  // papers_map.DETAIL_ROWS, the server function's name
 let screenX = new Float32Array(0), screenY = new Float32Array(0), picked = -1, focus = 0, legendFor = null;
 const colour = (number) => PALETTE[(number - 1) % PALETTE.length];
 let parsedFrom = null, parsed = null;
-function data() {  // the map's JSON text (ui.web.papers_map.MapPoints), parsed once per value
+function data() {  // the map's JSON text (ui.web.papers_map.map_points), parsed once per value
   if (props.value !== parsedFrom) {
     parsedFrom = props.value;
-    try { parsed = typeof parsedFrom === "string" && parsedFrom ? JSON.parse(parsedFrom) : null; }
+    try { parsed = typeof parsedFrom === "string" && parsedFrom ? unpack(JSON.parse(parsedFrom)) : null; }
     catch (error) { parsed = null; }
-    if (parsed && !Array.isArray(parsed.x)) parsed = null;
   }
   return parsed;
+}
+function unpack(d) {  // row i's topic (an index into d.topics) from the topics' row counts: rows come grouped
+  if (!d || !Array.isArray(d.x) || !Array.isArray(d.y) || !Array.isArray(d.topics)) return null;
+  const t = new Uint16Array(d.x.length);
+  let i = 0;
+  d.topics.forEach((topic, index) => { for (let k = 0; k < (topic.rows || 0) && i < t.length; k++) t[i++] = index; });
+  return { ...d, t, blocks: new Map(), stale: false };
+}
+
+// Ids, titles and hover texts come from the server in blocks of DETAIL_ROWS rows, each asked once.
+function block(d, b) {
+  if (d.stale) return Promise.reject(new Error("the index has changed"));
+  if (!d.blocks.has(b)) {
+    const asked = Promise.resolve(server[DETAILS]({ version: d.version, start: b * DETAIL_ROWS }))
+      .then((got) => {
+        if (got && got.stale) d.stale = true;
+        if (!got || got.version !== d.version || !Array.isArray(got.id)) throw new Error("no details");
+        asked.done = got;
+        return got;
+      });
+    asked.catch(() => { d.blocks.delete(b); });  // asked again at the next hover
+    d.blocks.set(b, asked);
+  }
+  return d.blocks.get(b);
+}
+function details(d, i) {  // row i's {id, title, about} if its block is here (else null, and it is asked for)
+  const asked = block(d, Math.floor(i / DETAIL_ROWS));
+  if (!asked.done) return null;
+  const k = i - asked.done.start;
+  return { id: asked.done.id[k], title: asked.done.title[k], about: asked.done.about[k] };
 }
 
 function legend(d) {
@@ -153,25 +188,45 @@ function nearest(event) {
   return best;
 }
 
-element.addEventListener("mousemove", (event) => {
-  const tip = element.querySelector(".pc-map-tip");
-  if (!tip || !event.target.classList.contains("pc-map-canvas")) return;
-  const i = nearest(event), d = data();
-  if (i < 0) { tip.hidden = true; return; }
+let hovered = -1, mouseX = 0, mouseY = 0;  // the point under the mouse, the mouse in the map's box
+function place(box) {
+  const wrap = element.querySelector(".pc-map-wrap").getBoundingClientRect();
+  box.style.left = `${Math.max(0, Math.min(mouseX + 12, wrap.width - 350))}px`;
+  box.style.top = `${mouseY + 14}px`;
+}
+function tip(i, d) {  // row i's tooltip; its title and first sentence are filled in when their block comes
+  const box = element.querySelector(".pc-map-tip");
+  if (!box) return;
+  hovered = i;
+  if (i < 0) { box.hidden = true; return; }
+  const row = d.stale ? null : details(d, i);
   const title = document.createElement("b");
-  title.textContent = d.title[i];
+  title.textContent = row ? row.title : "…";
   const topic = document.createElement("div");
   topic.textContent = `topic ${d.topics[d.t[i]].name}`;
-  tip.replaceChildren(title, document.createTextNode(d.about[i]), topic);
+  const about = d.stale ? "The index has changed since this map was drawn: reload the page." : row ? row.about : "";
+  box.replaceChildren(title, document.createTextNode(about), topic);
+  place(box);
+  box.hidden = false;
+  if (!row && !d.stale) {
+    const again = () => { if (hovered === i && data() === d) tip(i, d); };
+    block(d, Math.floor(i / DETAIL_ROWS)).then(again, () => { if (d.stale) again(); });  // else: at the next point
+  }
+}
+
+element.addEventListener("mousemove", (event) => {
+  if (!event.target.classList.contains("pc-map-canvas")) return;
   const wrap = element.querySelector(".pc-map-wrap").getBoundingClientRect();
-  const left = Math.min(event.clientX - wrap.left + 12, wrap.width - 350);
-  tip.style.left = `${Math.max(0, left)}px`;
-  tip.style.top = `${event.clientY - wrap.top + 14}px`;
-  tip.hidden = false;
+  mouseX = event.clientX - wrap.left;
+  mouseY = event.clientY - wrap.top;
+  const i = nearest(event), box = element.querySelector(".pc-map-tip");
+  if (i !== hovered) tip(i, data());
+  else if (i >= 0 && box) place(box);  // the same point: the tooltip follows the mouse
 });
 element.addEventListener("mouseleave", () => {
   const tip = element.querySelector(".pc-map-tip");
   if (tip) tip.hidden = true;
+  hovered = -1;
 });
 element.addEventListener("click", (event) => {
   const button = event.target.closest(".pc-map-legend [role=button]");
@@ -186,9 +241,12 @@ element.addEventListener("click", (event) => {
   if (i < 0) return;
   picked = i;
   draw();
-  trigger("select", { index: i, value: data().id[i], selected: true });
+  const d = data();  // the card needs the paper's id: its block is asked for first if it is not here yet
+  block(d, Math.floor(i / DETAIL_ROWS)).then(() => {
+    if (data() === d && picked === i) trigger("select", { index: i, value: details(d, i).id, selected: true });
+  }, () => {});
 });
-watch("value", () => { picked = -1; focus = 0; legendFor = null; draw(); });
+watch("value", () => { picked = -1; hovered = -1; focus = 0; legendFor = null; draw(); });
 new ResizeObserver(() => draw()).observe(element);
 draw();
-"""
+""".replace("__DETAIL_ROWS__", str(DETAIL_ROWS)).replace("__DETAILS__", DETAILS_FUNCTION)

@@ -2,8 +2,9 @@
 coloured by topic, the list under it filtered by topic and keywords, and a paper's card with its related
 papers. Everything from the corpus is escaped before it reaches HTML.
 
-The map is drawn on a canvas in the browser (ui/web/map_canvas.py) from ``map_points``: a click on a point
-sends that paper's id, and its card is shown.
+The map is drawn on a canvas in the browser (ui/web/map_canvas.py) from ``map_points`` (positions and topics);
+the page asks for the papers' titles, hover texts and ids as the mouse reaches them (``MapPoints.details``); a
+click on a point sends that paper's id, and its card is shown.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -28,7 +30,7 @@ LIST_LIMIT = 200  # papers listed at once
 RELATED_IN_LIST = 3
 RELATED_ON_CARD = 5
 FIRST_SENTENCE_CHARS = 180
-HOVER_CHARS = 120  # of the first sentence in the map's hover: every paper's is sent with the page
+HOVER_CHARS = 120  # of the first sentence in the map's hover
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(])")
 _WEB_LINK = re.compile(r"^https?://", re.IGNORECASE)
 CARD_PLACEHOLDER = '<div class="pc-empty">Click a point of the map to open that paper here.</div>'
@@ -50,30 +52,85 @@ def topic_name(topic) -> str:
     return f"{topic.number} · {topic.label}"
 
 
+MAP_GRID = 9999  # each axis sent as whole numbers 0..MAP_GRID: finer than any screen's pixels, at most 4 digits
+DETAIL_ROWS = 256  # rows of hover text (and paper ids) the page asks for at once, as the mouse reaches them
+
+
+def _grid(values: Sequence[float]) -> list[int]:
+    """``values`` scaled to whole numbers 0..MAP_GRID (the page scales each axis to its canvas anyway)."""
+    if not values:
+        return []
+    low, high = min(values), max(values)
+    span = (high - low) or 1.0
+    return [round((v - low) / span * MAP_GRID) for v in values]
+
+
+class MapLayout:
+    """One index generation's map: the points as the page's compact JSON text (``points``, from ``map_points``),
+    and each row's paper id, title and hover text, asked for in blocks of ``DETAIL_ROWS`` (``details``) as the
+    mouse reaches them. The page's first message carries only what drawing needs: SciFact's 5,183 papers with
+    their hover texts and ids made a ~1.5 MB message that every step from the server to the canvas handled
+    (serialized, sent, parsed twice, compared by Gradio's HTML component); their positions alone are ~55 KB."""
+
+    def __init__(self, components, version: int = 0) -> None:
+        topic_map, self.papers = _map_rows(components)
+        self.version = version
+        self.points = json.dumps(_compact_points(topic_map, self.papers, version), ensure_ascii=False,
+                                 separators=(",", ":"))
+        self._details: dict[int, dict] = {}
+
+    def details(self, start: int) -> dict:
+        """Rows ``start`` to ``start + DETAIL_ROWS`` (``start`` is a multiple of it): their ids, titles and hover
+        texts (first sentences, cut at ``HOVER_CHARS``), made once."""
+        if start not in self._details:
+            rows = self.papers[start:start + DETAIL_ROWS]
+            self._details[start] = {
+                "version": self.version, "start": start, "id": [p.paper_id for p in rows],
+                "title": [p.title for p in rows], "about": [first_sentence(p.abstract, HOVER_CHARS) for p in rows],
+            }
+        return self._details[start]
+
+
 class MapPoints:
-    """The map's data (``map_points``) as JSON text, made once per index generation: a page load does not
-    rebuild it for thousands of papers. Text, not nested lists: for SciFact's 5,183 papers, the lists took
-    ~2.4 s from the callback's return to the page (Gradio handles each element of a nested output), the one
-    string ~0.45 s, and the page parses it in one ``JSON.parse`` (measured on this 2-core machine, loaded)."""
+    """The map of the current index generation (``MapLayout``), made once per generation and shared by every
+    session: a page load does not rebuild it for thousands of papers. Its points go out as one JSON string, not
+    nested lists: Gradio handles each element of a nested output (SciFact's map took ~2.4 s that way, ~0.45 s
+    as text; measured on this 2-core machine, loaded)."""
 
     def __init__(self, components) -> None:
         self.components = components
-        self._current: tuple[int, str] | None = None
+        self._current: MapLayout | None = None
         self._lock = threading.Lock()
 
-    def current(self) -> str:
+    def layout(self) -> MapLayout:
         generation = self.components.store.generation()
         with self._lock:
-            if self._current is None or self._current[0] != generation:
-                self._current = (generation, json.dumps(map_points(self.components), ensure_ascii=False,
-                                                        separators=(",", ":")))
-            return self._current[1]
+            if self._current is None or self._current.version != generation:
+                self._current = MapLayout(self.components, generation)
+            return self._current
+
+    def current(self) -> str:
+        """The page's map data (``map_points``) as JSON text."""
+        return self.layout().points
+
+    def details(self, asked) -> dict:
+        """What the page asks for as the mouse moves (``{"version": V, "start": S}``): rows S.. of the map drawn at
+        generation V (``MapLayout.details``); ``{"version": now, "stale": true}`` when the index has changed since
+        (the page says to reload it), ``{"error": ...}`` for a request that is not one."""
+        try:
+            version, start = int(asked["version"]), int(asked["start"])
+        except (TypeError, KeyError, ValueError):
+            return {"error": "expected {version, start}"}
+        layout = self.layout()
+        if version != layout.version:
+            return {"version": layout.version, "stale": True}
+        if start < 0 or start % DETAIL_ROWS or start >= max(len(layout.papers), 1):
+            return {"error": f"start must be a multiple of {DETAIL_ROWS} below {len(layout.papers)}"}
+        return layout.details(start)
 
 
-def map_points(components) -> dict:
-    """The map's data, as columns (the smallest JSON the page needs): each paper's position, topic (an index
-    into ``topics``), id, title and hover text (its first sentence, cut at ``HOVER_CHARS``), grouped by topic;
-    and the topics with their names and sizes."""
+def _map_rows(components) -> tuple:
+    """(the topic map, the papers on the map in its row order: grouped by topic in the topics' order)."""
     topic_map = components.topics()
     order = {t.number: index for index, t in enumerate(topic_map.topics)}
     rows = sorted(
@@ -81,13 +138,26 @@ def map_points(components) -> dict:
          if p.paper_id in topic_map.paper_topic),
         key=lambda row: row[:2],
     )
-    points = [topic_map.coordinates[pid] for _, pid, _ in rows]
+    return topic_map, [p for _, _, p in rows]
+
+
+def _compact_points(topic_map, papers: Sequence[Paper], version: int) -> dict:
+    points = [topic_map.coordinates[p.paper_id] for p in papers]
+    drawn = Counter(topic_map.paper_topic[p.paper_id] for p in papers)
     return {
-        "x": [round(x, 4) for x, _ in points], "y": [round(y, 4) for _, y in points],
-        "t": [index for index, _, _ in rows], "id": [pid for _, pid, _ in rows],
-        "title": [p.title for _, _, p in rows], "about": [first_sentence(p.abstract, HOVER_CHARS) for _, _, p in rows],
-        "topics": [{"number": t.number, "name": topic_name(t), "size": t.size} for t in topic_map.topics],
+        "version": version, "x": _grid([x for x, _ in points]), "y": _grid([y for _, y in points]),
+        "topics": [{"number": t.number, "name": topic_name(t), "size": t.size, "rows": drawn[t.number]}
+                   for t in topic_map.topics],
     }
+
+
+def map_points(components, version: int = 0) -> dict:
+    """The page's map data, what drawing needs and no more: each paper's position on a 0..``MAP_GRID`` grid per
+    axis (``x``, ``y``), the rows grouped by topic in the order of ``topics``, each topic with its name, size and
+    ``rows`` (its points, in order: row i's topic follows from them); ``version``, the index generation, to ask
+    for rows' ids and hover texts with (``MapLayout.details``)."""
+    topic_map, papers = _map_rows(components)
+    return _compact_points(topic_map, papers, version)
 
 
 def topic_choices(components) -> list[tuple[str, int]]:
