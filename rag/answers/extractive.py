@@ -176,8 +176,10 @@ class ExtractiveAnswerer:
         # "Which papers ..., and how much does it help?" with one paper that qualifies is a question about it.
         multi = multi and (len(chosen) > 1 or count)
         question_terms = set(self.analyze(question))
+        # A list gives each paper one sentence, or one for each part of "which papers use X, and how much ...?".
+        per_paper = max(1, len(question_parts(question)) - 1)
         papers = [PaperEvidence(i, self._best_sentences(question, question_terms, hits[i],
-                                                        1 if multi else self.params.sentences_single))
+                                                        per_paper if multi else self.params.sentences_single))
                   for i in chosen]
         papers = [p for p in papers if p.sentences]
         if not papers:
@@ -192,7 +194,9 @@ class ExtractiveAnswerer:
         """The plan's evidence as a cited answer: one line a paper for several papers, else the sentences."""
         # Quoted as a reader reads them: the abstracts' LaTeX and Markdown markup left out.
         if plan.multi:
-            lines = [f"- {hits[p.index].title}: {readable(p.sentences[0])} [{p.index + 1}]" for p in plan.papers]
+            # One sentence a paper, or one for each part of "Which papers use X, and how much does it help?".
+            lines = [f"- {hits[p.index].title}: {' '.join(readable(s) for s in p.sentences)} [{p.index + 1}]"
+                     for p in plan.papers]
             if plan.count:
                 n = len(plan.papers)
                 lines.insert(0, f"{n} paper{'s' if n != 1 else ''} {'are' if n != 1 else 'is'} about this:")

@@ -91,3 +91,15 @@ def test_a_list_question_on_a_topic_no_paper_covers_is_refused(answerer, real_em
     assert pipeline.answer("Are there papers on watermarking generated text? Which ones?").refused
     answered = pipeline.answer("Which papers use knowledge distillation?")
     assert not answered.refused and {c.title for c in answered.citations} >= {"TinyTeacher"}
+
+
+def test_a_list_asked_with_a_second_part_gives_each_paper_a_sentence_for_it(answerer):
+    extractive, retriever = answerer
+    question = "Which papers use knowledge distillation, and how much accuracy does the student keep?"
+    hits = retriever.search(question, 4)
+    plan = extractive.plan(question, hits)
+    assert plan.multi
+    teacher = next(p for p in plan.papers if hits[p.index].title == "TinyTeacher")
+    assert len(teacher.sentences) == 2 and any("accuracy" in s for s in teacher.sentences)
+    line = next(x for x in extractive.write(plan, hits).splitlines() if x.startswith("- TinyTeacher"))
+    assert "keeps most of its accuracy" in line and line.endswith(f"[{teacher.index + 1}]")
