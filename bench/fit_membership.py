@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rag.answers.membership import FEATURES, MembershipParams, chances  # noqa: E402  (after the path)
+from rag.answers.membership import FEATURES, MembershipParams, chances, listed  # noqa: E402  (after the path)
 
 
 @dataclass
@@ -63,11 +63,9 @@ def load_questions(paths: list[Path], data_dir: str) -> list[ListQuestion]:
 
 
 def choose(chance: np.ndarray, features: np.ndarray, threshold: float) -> list[int]:
-    """As ``ExtractiveAnswerer._choose_papers`` does: the chance, and the topic's words against the likeliest's."""
-    best = int(np.argmax(chance))
-    coverage = features[:, FEATURES.index("topic_coverage")]
-    bar = MembershipParams().relative_coverage * coverage[best]
-    return [i for i in range(len(chance)) if chance[i] >= threshold and coverage[i] >= bar] or [best]
+    """As ``ExtractiveAnswerer._choose_papers`` does (``membership.listed``), at ``threshold``."""
+    return listed(chance, features[:, FEATURES.index("topic_coverage")], replace(MembershipParams(),
+                                                                                  threshold=threshold))
 
 
 def scores(q: ListQuestion, chosen: list[int]) -> tuple[float, float, bool]:

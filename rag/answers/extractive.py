@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rag.answers.membership import FEATURES, MembershipParams, chances, list_topic, membership_features
+from rag.answers.membership import FEATURES, MembershipParams, chances, list_topic, listed, membership_features
 from rag.answers.sentence_kinds import sentence_penalties
 from rag.corpus.chunking import split_sentences
 from rag.corpus.titles import is_generic, looks_coined
@@ -265,10 +265,7 @@ class ExtractiveAnswerer:
         if names:  # "... evaluate on ALFWorld": no paper qualifies for a name by meaning alone
             chance = np.where([any(n in f"{h.title} {h.abstract or h.text}".lower() for n in names)
                                for h in hits[:depth]], chance, 0.0)
-        order = sorted(range(depth), key=lambda i: (-chance[i], i))
-        coverage = features[:, FEATURES.index("topic_coverage")]
-        bar = params.relative_coverage * coverage[order[0]]
-        chosen = [i for i in order if chance[i] >= params.threshold and coverage[i] >= bar] or order[:1]
+        chosen = listed(chance, features[:, FEATURES.index("topic_coverage")], params)
         return chosen, float(max(features[i, FEATURES.index("closest_sentence")] for i in chosen))
 
     @staticmethod

@@ -87,9 +87,9 @@ def membership_features(
     owners: list[int] = []
     for i, hit in enumerate(hits):
         abstract = hit.abstract or hit.text
-        sentences = [hit.title, *(abstract[a:b] for a, b in split_sentences(abstract))]
-        texts.extend(s for s in sentences if s.strip())
-        owners.extend(i for s in sentences if s.strip())
+        sentences = [s for s in (hit.title, *(abstract[a:b] for a, b in split_sentences(abstract))) if s.strip()]
+        texts.extend(sentences)
+        owners.extend([i] * len(sentences))
     vectors = np.asarray(embed(texts), dtype=np.float64)
     similarity = vectors[1:] @ vectors[0]
     closest = np.full(len(hits), -1.0)
@@ -102,3 +102,13 @@ def chances(features: np.ndarray, params: MembershipParams) -> np.ndarray:
     if len(features) == 0:
         return np.zeros(0)
     return 1.0 / (1.0 + np.exp(-(params.intercept + features @ params.weights())))
+
+
+def listed(chance: np.ndarray, coverage: np.ndarray, params: MembershipParams) -> list[int]:
+    """The rows a list names, likeliest first: each whose chance reaches ``threshold`` and whose abstract uses at
+    least ``relative_coverage`` of the likeliest row's share of the topic's words; the likeliest alone if none."""
+    order = sorted(range(len(chance)), key=lambda i: (-chance[i], i))
+    if not order:
+        return []
+    bar = params.relative_coverage * coverage[order[0]]
+    return [i for i in order if chance[i] >= params.threshold and coverage[i] >= bar] or order[:1]
