@@ -105,6 +105,7 @@ class AnswerPlan:
     missing: str = ""  # for not_stated: what the abstract does not mention or quantify
     count: bool = False  # "how many papers ...": the answer says how many qualify
     closest: float = 0.0  # a list's papers: the cosine of the sentence (or title) closest to its topic
+    covered: float = 0.0  # a list's likeliest paper: the share of the topic's words its abstract uses
 
     @property
     def refused(self) -> bool:
@@ -170,7 +171,7 @@ class ExtractiveAnswerer:
         count = counts_papers(question)
         # "What does PoLar evaluate on, and which prior approaches does it beat?" asks about PoLar, not for a list.
         multi = is_multi_paper_question(question) and (count or not any(names_paper(question, h) for h in hits))
-        chosen, closest = self._choose_papers(question, hits, multi)
+        chosen, closest, covered = self._choose_papers(question, hits, multi)
         if not chosen:
             return AnswerPlan("not_covered", multi=multi)
         # "Which papers ..., and how much does it help?" with one paper that qualifies is a question about it.
@@ -188,7 +189,7 @@ class ExtractiveAnswerer:
             missing = self.unstated(question, hits[papers[0].index])
             if missing:
                 return AnswerPlan("not_stated", papers[:1], multi=False, missing=missing)
-        return AnswerPlan("answer", papers, multi=multi, count=count, closest=closest)
+        return AnswerPlan("answer", papers, multi=multi, count=count, closest=closest, covered=covered)
 
     def write(self, plan: AnswerPlan, hits: Sequence[Hit]) -> str:
         """The plan's evidence as a cited answer: one line a paper for several papers, else the sentences."""
@@ -248,14 +249,15 @@ class ExtractiveAnswerer:
         what = counted.group(1).strip() if counted and counted.group(1).strip() else "what is asked"
         return f"gives no figure for {what}"
 
-    def _choose_papers(self, question: str, hits: Sequence[Hit], multi: bool) -> tuple[list[int], float]:
+    def _choose_papers(self, question: str, hits: Sequence[Hit], multi: bool) -> tuple[list[int], float, float]:
         """The papers that answer (indexes into ``hits``), and for a list the similarity of its sentence closest
-        to the topic (see ``AnswerPlan.closest``): the top one for a single-paper question; for "which
+        to the topic and the likeliest paper's share of the topic's words (``AnswerPlan.closest``, ``covered``):
+        the top one for a single-paper question; for "which
         papers ...", every candidate whose chance of being about the question's topic reaches the threshold
         (rag/answers/membership.py), most likely first, or else the most likely one. A name the topic gives
         ("... evaluate on ALFWorld") must be in the abstract: no paper qualifies for it by meaning alone."""
         if not multi:
-            return [0], 0.0
+            return [0], 0.0, 0.0
         depth = min(len(hits), self.params.max_papers_multi)
         params = self.params.membership
         topic = self.list_topic(question)
@@ -265,8 +267,10 @@ class ExtractiveAnswerer:
         if names:  # "... evaluate on ALFWorld": no paper qualifies for a name by meaning alone
             chance = np.where([any(n in f"{h.title} {h.abstract or h.text}".lower() for n in names)
                                for h in hits[:depth]], chance, 0.0)
-        chosen = listed(chance, features[:, FEATURES.index("topic_coverage")], params)
-        return chosen, float(max(features[i, FEATURES.index("closest_sentence")] for i in chosen))
+        coverage = features[:, FEATURES.index("topic_coverage")]
+        chosen = listed(chance, coverage, params)
+        closest = float(max(features[i, FEATURES.index("closest_sentence")] for i in chosen))
+        return chosen, closest, float(coverage[chosen[0]])
 
     @staticmethod
     def list_topic(question: str) -> str:

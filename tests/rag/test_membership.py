@@ -103,3 +103,20 @@ def test_a_list_asked_with_a_second_part_gives_each_paper_a_sentence_for_it(answ
     assert len(teacher.sentences) == 2 and any("accuracy" in s for s in teacher.sentences)
     line = next(x for x in extractive.write(plan, hits).splitlines() if x.startswith("- TinyTeacher"))
     assert "keeps most of its accuracy" in line and line.endswith(f"[{teacher.index + 1}]")
+
+
+def test_a_list_under_the_relevance_bar_is_answered_when_its_likeliest_paper_uses_the_topics_words(answerer,
+                                                                                                 real_embedder):
+    from rag.answers.pipeline import AnswerPipeline, PipelineConfig
+
+    _extractive, retriever = answerer
+    # Similarity alone and a close sentence alone are made not to pass: only the topic's words can.
+    strict = PipelineConfig(min_relevance=1.0, relevance_margin=0.0, list_sentence_relevance=1.0)
+    question = "Are there papers on knowledge distillation? Which ones?"
+    answered = AnswerPipeline(retriever, real_embedder, None, config=strict).answer(question)
+    assert not answered.refused and "TinyTeacher" in {c.title for c in answered.citations}
+    assert AnswerPipeline(retriever, real_embedder, None, config=strict).answer(
+        "Are there papers on watermarking generated text? Which ones?").refused
+    no_words = PipelineConfig(min_relevance=1.0, relevance_margin=0.0, list_sentence_relevance=1.0,
+                              words_relevance=1.01)
+    assert AnswerPipeline(retriever, real_embedder, None, config=no_words).answer(question).refused
