@@ -78,8 +78,9 @@ _WORD_TOKEN = re.compile(r"[A-Za-z0-9][\w-]*[A-Za-z0-9]|[A-Za-z]")
 @dataclass(frozen=True)
 class ExtractiveParams:
     sentences_single: int = 3
-    max_papers_multi: int = 30  # how deep "which papers ..." / "how many papers ..." look for papers that qualify
-    topic_search_depth: int = 40  # ... and how deep the search for their topic alone ranks papers
+    # A list question's candidates are the hits it is given (``PipelineConfig.multi_candidates`` deep); the search for
+    # their topic alone, which ranks them, looks this deep.
+    topic_search_depth: int = 40
     membership: MembershipParams = MembershipParams()
     named_focus_coverage: float = 0.35  # share of them the abstract of a paper the question names must mention
     lexical_weight: float = 0.5
@@ -258,15 +259,14 @@ class ExtractiveAnswerer:
         ("... evaluate on ALFWorld") must be in the abstract: no paper qualifies for it by meaning alone."""
         if not multi:
             return [0], 0.0, 0.0
-        depth = min(len(hits), self.params.max_papers_multi)
         params = self.params.membership
         topic = self.list_topic(question)
-        features = self.topic_features(topic, hits[:depth])
+        features = self.topic_features(topic, hits)  # as deep as the caller searched
         chance = chances(features, params)
         names = [n.lower() for n in question_names(topic)]
         if names:  # "... evaluate on ALFWorld": no paper qualifies for a name by meaning alone
             chance = np.where([any(n in f"{h.title} {h.abstract or h.text}".lower() for n in names)
-                               for h in hits[:depth]], chance, 0.0)
+                               for h in hits], chance, 0.0)
         coverage = features[:, FEATURES.index("topic_coverage")]
         chosen = listed(chance, coverage, params)
         closest = float(max(features[i, FEATURES.index("closest_sentence")] for i in chosen))
