@@ -219,11 +219,7 @@ class ExtractiveAnswerer:
         if not asks_figure and not names_paper(question, hit):
             return ""  # a question that describes a paper in its own words asks for no particular detail
         abstract = hit.abstract or hit.text
-        known = " ".join(f"{hit.title} {abstract}".split()).lower()
-        initials = _initials(abstract)
-        absent = [name for name in question_names(question)
-                  if name.lower() not in known and name.lower().rstrip("s") not in known
-                  and name.lower().rstrip("s") not in initials]
+        absent = [name for name in question_names(question) if not mentions(hit, name)]
         if absent:
             return "never mentions " + _join(absent)
         named = names_paper(question, hit)
@@ -263,10 +259,9 @@ class ExtractiveAnswerer:
         topic = self.list_topic(question)
         features = self.topic_features(topic, hits)  # as deep as the caller searched
         chance = chances(features, params)
-        names = [n.lower() for n in question_names(topic)]
+        names = question_names(topic)
         if names:  # "... evaluate on ALFWorld": no paper qualifies for a name by meaning alone
-            chance = np.where([any(n in f"{h.title} {h.abstract or h.text}".lower() for n in names)
-                               for h in hits], chance, 0.0)
+            chance = np.where([any(mentions(h, n) for n in names) for h in hits], chance, 0.0)
         coverage = features[:, FEATURES.index("topic_coverage")]
         chosen = listed(chance, coverage, params)
         closest = float(max(features[i, FEATURES.index("closest_sentence")] for i in chosen))
@@ -401,6 +396,16 @@ def _present(term: str, present: set[str], analyze: Callable[[str], list[str]]) 
         return True
     parts = analyze(term.replace("-", " ")) if "-" in term else []
     return bool(parts) and all(p in present for p in parts)
+
+
+def mentions(hit: Hit, name: str) -> bool:
+    """Does the paper's title or abstract mention ``name`` (a benchmark, a model, a method the question gives),
+    as written, in the singular ("ALFWorld tasks" of "ALFWorld task"), or spelled out ("GNNs": "graph neural
+    networks")?"""
+    abstract = hit.abstract or hit.text
+    known = " ".join(f"{hit.title} {abstract}".split()).lower()
+    name = name.lower()
+    return name in known or name.rstrip("s") in known or name.rstrip("s") in _initials(abstract)
 
 
 def _initials(text: str) -> set[str]:

@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from rag.answers.extractive import ExtractiveAnswerer, ExtractiveParams, asks_for_figure, is_multi_paper_question
-from rag.types import Hit
+from rag.answers.extractive import (
+    ExtractiveAnswerer,
+    ExtractiveParams,
+    asks_for_figure,
+    is_multi_paper_question,
+    mentions,
+)
+from rag.types import Hit, Paper
 from tests.conftest import FakeRetriever
 
 # PRM-BiasBench "quantifies" what it measures; the others use words it never does ("measure", "address", "goal",
@@ -111,3 +117,13 @@ def test_which_papers_lists_those_that_mention_the_topic_not_the_top_ranked_one(
     chosen, _closest, _covered = answerer(retriever)._choose_papers(
         "Which papers study quantum error correction codes?", hits, multi=True)
     assert len(chosen) == 1
+
+
+@pytest.mark.parametrize(("name", "mentioned"), [
+    ("ALFWorld", True), ("alfworld tasks", False), ("WebShops", True), ("GNNs", True), ("GNN", True),
+    ("MiniGrid", False),
+])
+def test_a_name_is_mentioned_as_written_in_the_singular_or_spelled_out(name, mentioned):
+    paper = Paper(paper_id="p", source="s.txt", ordinal=1, title="Agents",
+                  abstract="We evaluate graph neural networks as agents on ALFWorld and WebShop.")
+    assert mentions(Hit.of_paper(paper, rank=1, score=1.0, text=paper.abstract), name) is mentioned
