@@ -39,6 +39,11 @@ _FRAMING = [re.compile(p, re.IGNORECASE) for p in (
     r"^\s*(?:list|name|show|find)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?(?:papers|works|studies)\s+(?:that|which|about|on)?\s*",
 )]
 
+# What the question rules out (", not offline preference pairs", "rather than X", "excluding X"): its words say
+# what a paper must not be about, so they are no part of the topic (they would count towards its coverage).
+_EXCLUSION = re.compile(r"(?:,\s*(?:but\s+|and\s+)?not|\brather\s+than|\bexcluding)\s+[^,;:()?]*",
+                        re.IGNORECASE)
+
 
 def list_topic(question: str) -> str:
     """What a list question asks about: "How many papers are about federated learning, and which?" ->
@@ -47,7 +52,8 @@ def list_topic(question: str) -> str:
     for _ in range(2):  # "Are there papers on X? Which ones?": the trailing part first, then the lead
         for pattern in _FRAMING:
             topic = pattern.sub(" ", topic).strip()
-    topic = " ".join(topic.split()).strip(" ,;:?.")
+    topic = _EXCLUSION.sub("", topic)
+    topic = " ".join(topic.replace("( ", "(").replace(" )", ")").replace("()", "").split()).strip(" ,;:?.")
     return topic or question
 
 

@@ -21,6 +21,12 @@ from tests.conftest import FakeRetriever
     ("List all papers that study graph neural networks.", "study graph neural networks"),
     ("How many papers work with sound? List them.", "work with sound"),
     ("What is FedSSM?", "What is FedSSM"),
+    # What the question rules out is no part of its topic; a "not" that says what the topic is stays.
+    ("Which papers train VLMs with RL (policy optimization, not offline preference pairs)?",
+     "train VLMs with RL (policy optimization)"),
+    ("Which papers use RL rather than supervised fine-tuning?", "use RL"),
+    ("Which papers show that GNNs are not continuous?", "show that GNNs are not continuous"),
+    ("Which papers pretrain on data other than text?", "pretrain on data other than text"),
 ])
 def test_list_topic_drops_the_framing(question, topic):
     assert list_topic(question) == topic
