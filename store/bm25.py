@@ -24,6 +24,7 @@ from store.atomic import save_folder_atomically
 from store.layout import AUTHORS_FILE, BM25_FOLDER, IDS_FILE, LEXICAL_FORMAT, STATE_FILE, TITLES_FILE
 
 _TOKEN = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
+_MEMO_WORDS = 500_000  # distinct words an Analyzer remembers (about 100 MB at most)
 
 
 @dataclass(frozen=True)
@@ -63,19 +64,38 @@ class Analyzer:
         return self._stemmer.stemWords(words) if self._stemmer is not None else words
 
     def __call__(self, text: str) -> list[str]:
-        words: list[str] = []
-        for match in _TOKEN.finditer(text.lower()):
-            word = match.group(0)
-            if "-" in word or "'" in word:
-                parts = [p for p in re.split(r"[-']", word) if p]
-                words.extend(p for p in parts if p not in self._stopwords)
-                if "-" in word:
-                    words.append(word)  # the compound itself: exact method names match strongly
-            elif word not in self._stopwords:
-                words.append(word)
+        # Each distinct word is analysed once and remembered: building BM25 over a corpus analyses millions of
+        # words drawn from a vocabulary of thousands, and the per-word work (splitting, stopwords, stemming)
+        # was most of a build's time.
+        memo = self._memo
+        tokens: list[str] = []
+        for word in _TOKEN.findall(text.lower()):
+            analysed = memo.get(word)
+            if analysed is None:
+                analysed = self._word(word)
+                if len(memo) >= _MEMO_WORDS:
+                    memo.clear()  # bounded: a corpus of rare words cannot grow it without end
+                memo[word] = analysed
+            tokens.extend(analysed)
+        return tokens
+
+    @cached_property
+    def _memo(self) -> dict[str, tuple[str, ...]]:
+        return {}
+
+    def _word(self, word: str) -> tuple[str, ...]:
+        """One lower-cased word's tokens: its stem, or for "ma-rag" the stems of its parts and the compound."""
+        if "-" in word or "'" in word:
+            words = [p for p in re.split(r"[-']", word) if p and p not in self._stopwords]
+            if "-" in word:
+                words.append(word)  # the compound itself: exact method names match strongly
+        elif word in self._stopwords:
+            return ()
+        else:
+            words = [word]
         if self._stemmer is None:
-            return words
-        return [w if "-" in w else s for w, s in zip(words, self._stemmer.stemWords(words), strict=True)]
+            return tuple(words)
+        return tuple(w if "-" in w else s for w, s in zip(words, self._stemmer.stemWords(words), strict=True))
 
 
 class LexicalIndex:
