@@ -608,27 +608,38 @@ def stage_synthetic_build(args) -> None:
         built = json.loads(done_file.read_text())
         print(json.dumps({**built, "reused": True}))  # the figures, peak RSS included, of the run that built it
         return
-    if data_dir.exists():
+    runs_file = data_dir / "runs.json"  # an unfinished build's runs: [seconds writing, papers stored at its end]
+    earlier = json.loads(runs_file.read_text()) if args.resume and runs_file.is_file() else []
+    if data_dir.exists() and not args.resume:
         shutil.rmtree(data_dir)
     embedder = RandomEmbedder(args.seed)
     max_tokens, overlap = chunk_defaults()
     chunker = make_chunker(embedder, max_tokens, overlap)
     generate_s, (papers, chunks) = timed(synthetic_papers, args.chunks, chunker, _vocabulary(), args.seed)
     print(f"{len(papers)} papers, {chunks} chunks generated in {generate_s:.0f}s", file=sys.stderr, flush=True)
-    written = write_through_ingest(data_dir, papers, chunker, embedder)
-    report, store = written["report"], written["store"]
+    data_dir.mkdir(parents=True, exist_ok=True)
+
+    def checkpoint(seconds: float, done: int) -> None:
+        # A build of a million chunks can outlast a session: each run's time is kept as it goes, so a killed
+        # run resumed with --resume (the ingest skips the papers already stored) still counts it.
+        runs_file.write_text(json.dumps([*earlier, [round(seconds, 1), done]]))
+
+    written = write_through_ingest(data_dir, papers, chunker, embedder, checkpoint=checkpoint)
+    store = written["store"]
+    checkpoint(written["write_s"], len(papers))
     rss_after_write = maxrss_mb()
     retriever = HybridRetriever(store, NoEmbedder(), LexicalIndex(lexical_dir(data_dir, COLLECTION)))
     bm25_s, _ = timed(retriever.refresh)  # reads every chunk back, builds BM25 and the vector table (first search)
     size_mb = sum(f.stat().st_size for f in data_dir.rglob("*") if f.is_file()) / 1e6
-    write_s, papers_n = written["write_s"], len(papers)
+    write_s, papers_n = written["write_s"] + sum(run[0] for run in earlier), len(papers)
     result = {
-        "stage": "synthetic-build", "writer": "Ingestor", "chunks": report.chunks_written, "papers": papers_n,
+        "stage": "synthetic-build", "writer": "Ingestor", "chunks": chunks, "papers": papers_n,
+        "runs": json.loads(runs_file.read_text()),
         "write_s": round(write_s, 1), "generate_s": round(generate_s, 1),
-        "chunks_per_s": round(report.chunks_written / write_s, 1),
-        "rows_per_s": round((report.chunks_written + papers_n) / write_s, 1),
+        "chunks_per_s": round(chunks / write_s, 1),
+        "rows_per_s": round((chunks + papers_n) / write_s, 1),
         "final_papers_per_s": final_rate(written["progress"]),
-        "final_chunks_per_s": round(final_rate(written["progress"]) * report.chunks_written / papers_n, 1),
+        "final_chunks_per_s": round(final_rate(written["progress"]) * chunks / papers_n, 1),
         "bm25_build_s": round(bm25_s, 1), "disk_mb": round(size_mb, 1),
         "maxrss_after_write_mb": round(rss_after_write, 1),
         "progress": written["progress"][:: max(1, len(written["progress"]) // 200)],
@@ -710,6 +721,8 @@ def main(argv=None) -> None:
     p.add_argument("--data-dir", type=Path, required=True)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--force", action="store_true")
+    p.add_argument("--resume", action="store_true",
+                   help="go on with an unfinished build in --data-dir (after a kill); its earlier runs' time counts")
     p.set_defaults(func=stage_synthetic_build)
 
     p = common(sub.add_parser("write-costs"), cache=False)

@@ -71,8 +71,9 @@ def synthetic_papers(chunks: int, chunker, vocabulary, seed: int = 1) -> tuple[l
     return papers, total
 
 
-def write_through_ingest(data_dir, papers, chunker, embedder) -> dict:
-    """Ingest ``papers`` into a fresh store at ``data_dir``; the time, and progress as [seconds, papers]."""
+def write_through_ingest(data_dir, papers, chunker, embedder, checkpoint=None) -> dict:
+    """Ingest ``papers`` into the store at ``data_dir`` (a re-run skips those already stored); the time, and
+    progress as [seconds, papers]. ``checkpoint(seconds, papers_done)`` is called about once a minute."""
     from rag.ingest import Ingestor
     from store.chroma import ChromaStore
     from store.layout import chroma_dir
@@ -83,6 +84,8 @@ def write_through_ingest(data_dir, papers, chunker, embedder) -> dict:
 
     def record(done: int, total: int) -> None:
         progress.append([round(time.perf_counter() - started, 2), done])
+        if checkpoint is not None and (len(progress) < 2 or progress[-1][0] // 60 > progress[-2][0] // 60):
+            checkpoint(progress[-1][0], done)
 
     report = Ingestor(store, embedder, chunker, progress=record).ingest(papers)
     return {"write_s": time.perf_counter() - started, "report": report, "progress": progress, "store": store}
