@@ -123,7 +123,8 @@ class PaperVectors:
 
 def make_chunker(embedder: Embedder, max_tokens: int, overlap_sentences: int) -> Chunker:
     # Never exceed the model's window, whatever is configured: longer text would be truncated silently.
-    return Chunker(embedder.count_tokens, min(max_tokens, embedder.max_tokens), overlap_sentences)
+    return Chunker(embedder.count_tokens, min(max_tokens, embedder.max_tokens), overlap_sentences,
+                   getattr(embedder, "token_starts", None))
 
 
 @contextmanager

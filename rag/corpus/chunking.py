@@ -10,9 +10,10 @@ character) boundaries.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from rag.embedding.token_spans import SpanCounter
 from rag.types import Chunk, Paper
 
 # Bumped whenever chunk boundaries change for the same settings: the index records it.
@@ -67,36 +68,43 @@ def _ends_with_abbreviation(sentence: str) -> bool:
 
 @dataclass(frozen=True)
 class Chunker:
-    """Cuts abstracts into chunks of at most ``max_tokens`` as counted by ``count_tokens``."""
+    """Cuts abstracts into chunks of at most ``max_tokens`` as counted by ``count_tokens``.
+
+    ``token_starts`` (optional, the embedder's): where the word pieces of a text start, or None, which lets
+    one tokenisation of an abstract count the tokens of its spans (rag.embedding.token_spans); the
+    chunks are the same with it or without it, only cheaper to find.
+    """
 
     count_tokens: Callable[[str], int]
     max_tokens: int
     overlap_sentences: int = 1
+    token_starts: Callable[[str], tuple[Sequence[int], int] | None] | None = None
 
     def chunk(self, paper: Paper) -> list[Chunk]:
         text = paper.abstract
         if not text.strip():
             return []
-        if self.count_tokens(text) <= self.max_tokens:
+        count = SpanCounter(text, self.count_tokens, self.token_starts(text) if self.token_starts else None)
+        if count(0, len(text)) <= self.max_tokens:
             end = len(text.rstrip())
             start = _skip_space(text, 0)
             return [Chunk(paper.paper_id, 0, text[start:end], start, end)]
-        pieces = [piece for span in split_sentences(text) for piece in self._fit(text, *span)]
+        pieces = [piece for span in split_sentences(text) for piece in self._fit(count, *span)]
         return [
             Chunk(paper.paper_id, index, text[start:end], start, end)
-            for index, (start, end) in enumerate(self._group(text, pieces))
+            for index, (start, end) in enumerate(self._group(count, pieces))
         ]
 
-    def _fits(self, text: str, start: int, end: int) -> bool:
-        return self.count_tokens(text[start:end]) <= self.max_tokens
+    def _fits(self, count: SpanCounter, start: int, end: int) -> bool:
+        return count(start, end) <= self.max_tokens
 
-    def _group(self, text: str, pieces: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    def _group(self, count: SpanCounter, pieces: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """Greedily pack consecutive pieces into windows; each new window restarts ``overlap`` pieces back."""
         windows: list[tuple[int, int]] = []
         first = 0
         while first < len(pieces):
             last = first
-            while last + 1 < len(pieces) and self._fits(text, pieces[first][0], pieces[last + 1][1]):
+            while last + 1 < len(pieces) and self._fits(count, pieces[first][0], pieces[last + 1][1]):
                 last += 1
             windows.append((pieces[first][0], pieces[last][1]))
             if last + 1 >= len(pieces):
@@ -104,37 +112,37 @@ class Chunker:
             # Overlap, but always move forward by at least one piece.
             first = max(first + 1, last + 1 - self.overlap_sentences)
             # The overlapped pieces plus the next one must fit; otherwise drop overlap.
-            if not self._fits(text, pieces[first][0], pieces[last + 1][1]):
+            if not self._fits(count, pieces[first][0], pieces[last + 1][1]):
                 first = last + 1
         return windows
 
-    def _fit(self, text: str, start: int, end: int) -> list[tuple[int, int]]:
+    def _fit(self, count: SpanCounter, start: int, end: int) -> list[tuple[int, int]]:
         """Split one sentence span into spans that each fit the window (words first, then characters)."""
-        if self._fits(text, start, end):
+        if self._fits(count, start, end):
             return [(start, end)]
-        words = [(m.start() + start, m.end() + start) for m in re.finditer(r"\S+", text[start:end])]
+        words = [(m.start() + start, m.end() + start) for m in re.finditer(r"\S+", count.text[start:end])]
         if len(words) > 1:
-            return self._pack(text, words)
-        return self._pack(text, [(i, i + 1) for i in range(start, end)])
+            return self._pack(count, words)
+        return self._pack(count, [(i, i + 1) for i in range(start, end)])
 
-    def _pack(self, text: str, units: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    def _pack(self, count: SpanCounter, units: list[tuple[int, int]]) -> list[tuple[int, int]]:
         spans: list[tuple[int, int]] = []
         first = 0
         while first < len(units):
             last = first
             # Exponential then binary search: counting tokens of every prefix would be quadratic.
             step = 1
-            while last + step < len(units) and self._fits(text, units[first][0], units[last + step][1]):
+            while last + step < len(units) and self._fits(count, units[first][0], units[last + step][1]):
                 last += step
                 step *= 2
             while step > 1:
                 step //= 2
-                if last + step < len(units) and self._fits(text, units[first][0], units[last + step][1]):
+                if last + step < len(units) and self._fits(count, units[first][0], units[last + step][1]):
                     last += step
-            if len(units[first : last + 1]) == 1 and not self._fits(text, *units[first]):
+            if len(units[first : last + 1]) == 1 and not self._fits(count, *units[first]):
                 # A single unit that cannot fit (one huge "word"): split it by characters.
                 if units[first][1] - units[first][0] > 1:
-                    spans.extend(self._pack(text, [(i, i + 1) for i in range(*units[first])]))
+                    spans.extend(self._pack(count, [(i, i + 1) for i in range(*units[first])]))
                 else:
                     spans.append(units[first])
             else:

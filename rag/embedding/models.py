@@ -21,6 +21,7 @@ from typing import Protocol
 
 import numpy as np
 
+from rag.embedding.token_spans import splits_at_whitespace, token_starts
 from rag.errors import ModelNotFound
 
 BUNDLED_MODEL_NAME = "all-MiniLM-L6-v2"
@@ -160,6 +161,15 @@ class SentenceTransformerEmbedder:
         if self._tokenizer is not None:
             return len(self._tokenizer.encode(text).ids)
         return len(self._model.tokenizer(text, truncation=False)["input_ids"])
+
+    @cached_property
+    def _spans_exact(self) -> bool:
+        return self._tokenizer is not None and splits_at_whitespace(self._tokenizer)
+
+    def token_starts(self, text: str) -> tuple[list[int], int] | None:
+        """Where the word pieces of ``text`` start and how many special tokens are added, or None where the
+        tokenizer does not split at whitespace (rag.embedding.token_spans)."""
+        return token_starts(self._tokenizer, text) if self._spans_exact else None
 
     @cached_property
     def _model(self):

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from rag.embedding.onnx_files import INT8_FILE, load_tokenizer, read_sidecar, source_fingerprint, transformer_dir
+from rag.embedding.token_spans import splits_at_whitespace, token_starts
 from rag.errors import ModelNotFound
 
 
@@ -109,6 +110,15 @@ class OnnxEmbedder:
     def count_tokens(self, text: str) -> int:
         """Word pieces including the special tokens the model adds, without truncation."""
         return len(self._counter.encode(text).ids)
+
+    @cached_property
+    def _spans_exact(self) -> bool:
+        return splits_at_whitespace(self._counter)
+
+    def token_starts(self, text: str) -> tuple[list[int], int] | None:
+        """Where the word pieces of ``text`` start and how many special tokens are added, or None where the
+        tokenizer does not split at whitespace (rag.embedding.token_spans)."""
+        return token_starts(self._counter, text) if self._spans_exact else None
 
     @cached_property
     def _session(self):

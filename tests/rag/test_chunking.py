@@ -85,3 +85,47 @@ def test_real_tokenizer_limit_on_bundled_corpus(bundled_papers, tokenizer_counte
         chunks = chunker.chunk(p)
         assert chunks and all(tokenizer_counter(c.text) <= 256 for c in chunks)
         assert all(c.paper_id == p.paper_id for c in chunks)
+
+
+def _bert_embedder():
+    from rag.embedding.models import SentenceTransformerEmbedder
+
+    embedder = SentenceTransformerEmbedder()
+    assert embedder.token_starts("a b") is not None  # the bundled model's tokenizer splits at whitespace
+    return embedder
+
+
+def test_one_tokenisation_per_abstract_gives_the_same_chunks_on_the_bundled_corpus(bundled_papers):
+    embedder = _bert_embedder()
+    for max_tokens in (24, 64, 256):
+        fast = Chunker(embedder.count_tokens, max_tokens, 1, embedder.token_starts)
+        exact = Chunker(embedder.count_tokens, max_tokens, 1)
+        assert [fast.chunk(p) for p in bundled_papers] == [exact.chunk(p) for p in bundled_papers]
+
+
+# Characters where a span count could go wrong: spaces BERT does not treat as such (\x1c is dropped as a control
+# character, so the word runs on), spaces it does (no-break, ideographic), CJK, accents, punctuation.
+_TRICKY = st.lists(st.sampled_from([*"ab cd.\n\t,;!?()\"'-", "\x1c", "\u00a0", "\u3000", "\u4e2d", "e\u0301", "\u00c9",
+                                    "x" * 120]), max_size=300).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_TRICKY, st.integers(4, 40), st.integers(0, 2))
+def test_span_counts_from_one_tokenisation_match_counting_each_span(text, max_tokens, overlap):
+    embedder = _bert_embedder()
+    fast = Chunker(embedder.count_tokens, max_tokens, overlap, embedder.token_starts)
+    exact = Chunker(embedder.count_tokens, max_tokens, overlap)
+    assert fast.chunk(paper(text)) == exact.chunk(paper(text))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([*"ab .,\n", "\x1c", "\u00a0", "\u4e2d", "e\u0301", "xyzzy"]), max_size=30)
+       .map("".join))
+def test_every_span_count_matches_counting_the_span(text):
+    from rag.embedding.token_spans import SpanCounter
+
+    embedder = _bert_embedder()
+    count = SpanCounter(text, embedder.count_tokens, embedder.token_starts(text))
+    for start in range(len(text) + 1):
+        for end in range(start, len(text) + 1):
+            assert count(start, end) == embedder.count_tokens(text[start:end]), (start, end)
