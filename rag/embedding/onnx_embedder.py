@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rag.embedding.batching import length_batches
 from rag.embedding.onnx_files import INT8_FILE, load_tokenizer, read_sidecar, source_fingerprint, transformer_dir
 from rag.embedding.token_spans import splits_at_whitespace, token_starts
 from rag.errors import ModelNotFound
@@ -192,9 +193,9 @@ class OnnxEmbedder:
         # Batches of similar length waste little on padding; results do not depend on the batching.
         order = sorted(range(total), key=lambda i: -len(encodings[i].ids))
         done = 0
-        for start in range(0, total, self.batch_size):
-            rows = order[start : start + self.batch_size]
-            width = max(len(encodings[i].ids) for i in rows)
+        for start, end in length_batches([len(encodings[i].ids) for i in order], self.batch_size):
+            rows = order[start:end]
+            width = len(encodings[rows[0]].ids)
             ids = np.zeros((len(rows), width), dtype=np.int64)
             mask = np.zeros((len(rows), width), dtype=np.int64)
             for r, i in enumerate(rows):

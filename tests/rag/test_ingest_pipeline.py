@@ -11,9 +11,11 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rag.corpus.chunking import Chunker
-from rag.embedding.batching import embed_distinct_by_length
+from rag.embedding.batching import BATCH_OVERHEAD_TOKENS, embed_distinct_by_length, length_batches
 from rag.embedding.models import ProgressBar
 from rag.errors import StoreError
 from rag.ingest import Ingestor, chunk_embedding_text, has_real_title, make_chunker, paper_profile
@@ -122,6 +124,29 @@ def test_embed_distinct_by_length_embeds_longest_first_and_keeps_the_order():
     np.testing.assert_array_equal(vectors, FakeEmbedder().embed(texts))
     empty, none = embed_distinct_by_length(FakeEmbedder(), [])
     assert empty.shape[0] == 0 and none == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 256), max_size=120), st.integers(1, 40))
+def test_length_batches_cover_the_texts_in_order_and_pad_no_more_than_fixed_batches(lengths, max_rows):
+    lengths = sorted(lengths, reverse=True)
+    batches = length_batches(lengths, max_rows)
+    assert [i for start, end in batches for i in range(start, end)] == list(range(len(lengths)))
+    assert all(0 < end - start <= max_rows for start, end in batches)
+
+    def cost(cuts):
+        return sum(lengths[start] * (end - start) + BATCH_OVERHEAD_TOKENS for start, end in cuts)
+
+    fixed = [(s, min(s + max_rows, len(lengths))) for s in range(0, len(lengths), max_rows)]
+    assert cost(batches) <= cost(fixed)
+    if len(set(lengths)) == 1:
+        assert len(batches) == len(fixed)  # nothing to gain from cutting more often
+
+
+def test_mixed_lengths_are_cut_where_the_padding_would_cost_more_than_a_batch():
+    lengths = [256] * 10 + [20] * 10
+    assert length_batches(lengths, 32) == [(0, 10), (10, 20)]
+    assert length_batches([256, 250], 32) == [(0, 2)]
 
 
 def test_progress_counts_papers_stored(tmp_path, bundled_papers):
