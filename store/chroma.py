@@ -1,10 +1,10 @@
 """The Chroma-backed index: one collection of chunks and one of papers. ``ChromaStore`` adds the manifest
 and the writes to the reads (store.chroma_reads) and the connection (store.chroma_client).
 
-The papers collection holds one record per paper: the whole abstract, its metadata, its content hash
-and the mean of its chunk vectors. A paper record is written only after all of its chunks, so it
-doubles as the commit marker that makes ingest resumable: a paper whose record is missing or has an
-old hash is simply written again, over the same deterministic chunk ids.
+The papers collection holds one record per paper: its metadata, its content hash and its profile
+vector; its abstract is read back from its chunks (store.paper_records). A paper record is written only
+after all of its chunks, so it doubles as the commit marker that makes ingest resumable: a paper whose
+record is missing or has an old hash is simply written again, over the same deterministic chunk ids.
 
 The chunks collection's metadata is the index manifest: which embedding model and chunking settings
 built it, and a ``generation`` counter bumped by every write, which lets lexical indexes (one per
@@ -151,8 +151,7 @@ class ChromaStore(ChromaReader):
                 self._papers.upsert,
                 ids=[w.paper.paper_id for w in part],
                 embeddings=np.vstack([unit for unit, _, _ in records]),
-                documents=[w.paper.abstract for w in part],
-                metadatas=[{**paper_to_metadata(w.paper), "n_chunks": len(w.chunks), "profile_norm": length,
+                metadatas=[{**paper_to_metadata(w.paper, w.chunks), "n_chunks": len(w.chunks), "profile_norm": length,
                             "chunk_weight": weight} for w, (_, length, weight) in zip(part, records, strict=True)],
             )
 

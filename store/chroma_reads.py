@@ -11,7 +11,7 @@ import numpy as np
 
 from rag.types import Paper
 from store.chroma_client import ChromaConnection
-from store.paper_records import paper_from_record
+from store.paper_records import ABSTRACT_REST, paper_from_record, rebuild_abstract
 
 _PAGE = 2000
 _QUERY_BATCH = 256  # questions per Chroma query call, at most
@@ -57,9 +57,24 @@ class ChromaReader(ChromaConnection):
     def iter_papers(self) -> Iterator[Paper]:
         if not self._open(create=False):
             return
-        for _ids, docs, metas in self._pages(self._papers, include=["documents", "metadatas"]):
-            for doc, meta in zip(docs, metas, strict=True):
-                yield paper_from_record(doc, meta)
+        for ids, docs, metas in self._pages(self._papers, include=["documents", "metadatas"]):
+            yield from self._papers_of(ids, docs, metas).values()
+
+    def _papers_of(self, ids: Sequence[str], docs: Sequence[str | None], metas: Sequence[dict]) -> dict[str, Paper]:
+        """paper_id -> Paper for a page of paper records: abstracts rebuilt from the chunks of the records that
+        carry ``ABSTRACT_REST`` (one read for the page), the others' from their document (older stores)."""
+        rebuilt = [(pid, meta) for pid, meta in zip(ids, metas, strict=True) if meta and ABSTRACT_REST in meta]
+        pieces: dict[str, list[tuple[int, str]]] = {pid: [] for pid, _ in rebuilt}
+        chunk_ids = [f"{pid}::{i}" for pid, meta in rebuilt for i in range(int(meta.get("n_chunks") or 0))]
+        for page in self._by_ids("chunks", chunk_ids, ["documents", "metadatas"], "read papers"):
+            for doc, meta in zip(page["documents"], page["metadatas"], strict=True):
+                if meta and str(meta.get("paper_id")) in pieces:
+                    pieces[str(meta["paper_id"])].append((int(meta.get("start", 0)), doc or ""))
+        return {
+            pid: paper_from_record(doc, meta, rebuild_abstract(meta[ABSTRACT_REST], pieces[pid]) if pid in pieces
+                                   else None)
+            for pid, doc, meta in zip(ids, docs, metas, strict=True)
+        }
 
     def iter_vectors(self, which: str) -> Iterator[tuple[list[str], np.ndarray, list[dict]]]:
         """Pages of (ids, vectors, metadatas) of the ``"chunks"`` or ``"papers"`` collection."""
@@ -99,9 +114,9 @@ class ChromaReader(ChromaConnection):
 
     def get_papers(self, paper_ids: Sequence[str]) -> dict[str, Paper]:
         return {
-            pid: paper_from_record(doc, meta)
+            pid: paper
             for page in self._by_ids("papers", paper_ids, ["documents", "metadatas"], "read papers")
-            for pid, doc, meta in zip(page["ids"], page["documents"], page["metadatas"], strict=True)
+            for pid, paper in self._papers_of(page["ids"], page["documents"], page["metadatas"]).items()
         }
 
     def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:

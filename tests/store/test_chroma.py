@@ -192,3 +192,45 @@ def test_a_large_batch_with_many_candidates_stays_within_sqlite_limits(tmp_path,
     questions = [f"{words[i % 10]} {words[(i * 7) % 10]} models" for i in range(300)]
     results = retriever.search_many(questions, 10)
     assert len(results) == 300 and all(len(hits) == 10 for hits in results)
+
+
+def _awkward_papers() -> list[Paper]:
+    """Abstracts whose chunks leave parts uncovered: surrounding whitespace, runs of spaces between chunks
+    (no overlap), one of whitespace only (no chunks at all)."""
+    sentences = " \n ".join(f"Sentence {i} is about {w} things." for i, w in enumerate("abcdefgh"))
+    return [
+        Paper("f.txt#1", "One", f"  \t{sentences}\n\n", "f.txt", 1),
+        Paper("f.txt#2", "Two", "Short one.", "f.txt", 2),
+        Paper("f.txt#3", "Three", "   ", "f.txt", 3),
+        Paper("f.txt#4", "Four", "Ünïcode — ‘quotes’ and 中文 text.   Then more.  ", "f.txt", 4),
+    ]
+
+
+@pytest.mark.parametrize("overlap", [0, 1])
+def test_paper_records_hold_no_abstract_and_read_it_back_from_the_chunks(store, fake_embedder, overlap):
+    papers = _awkward_papers()
+    Ingestor(store, fake_embedder, Chunker(fake_embedder.count_tokens, 12, overlap)).ingest(papers)
+    assert store.get_papers([p.paper_id for p in papers]) == {p.paper_id: p for p in papers}
+    assert sorted(store.iter_papers(), key=lambda p: p.paper_id) == papers
+    assert store._papers.get(include=["documents"])["documents"] == [None] * len(papers)
+
+
+def test_records_of_an_older_store_are_read_from_their_documents_and_replaced_when_changed(store, ingestor):
+    papers = make_papers()
+    ingestor.ingest(papers)
+    # As stores written before kept paper records: the abstract as the document, no ABSTRACT_REST.
+    from store.paper_records import ABSTRACT_REST
+
+    old = store._papers.get(include=["metadatas", "embeddings"])
+    store._papers.delete(ids=old["ids"])
+    by_id = {p.paper_id: p for p in papers}
+    store._papers.add(ids=old["ids"], embeddings=old["embeddings"],
+                      documents=[by_id[i].abstract for i in old["ids"]],
+                      metadatas=[{k: v for k, v in m.items() if k != ABSTRACT_REST} for m in old["metadatas"]])
+    assert store.get_papers(list(by_id)) == by_id
+    assert sorted(store.iter_papers(), key=lambda p: p.ordinal) == papers
+    assert ingestor.ingest(papers).unchanged == len(papers)  # same hashes: nothing rewritten
+    changed = [dataclasses.replace(papers[0], abstract="A new abstract altogether. It is different.")] + papers[1:]
+    assert ingestor.ingest(changed).updated == 1
+    assert store.get_papers([changed[0].paper_id])[changed[0].paper_id] == changed[0]  # not the old document
+    assert sorted(store.iter_papers(), key=lambda p: p.ordinal) == changed
