@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Callable, Iterator, Sequence
+import queue
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -241,13 +243,16 @@ class Ingestor:
             store, depth=self.queue_depth, max_rows=self.write_rows,
             rows=lambda batch: sum(len(w.chunks) + 1 for w, _ in batch),
         )
+        windows = _ahead(self._windows(todo))
         try:
-            for window in self._windows(todo):
+            for window in windows:
                 writer.submit(self._embed(window, replace))
             writer.close()
         except BaseException:
             writer.abort()  # the write under way finishes; whatever is left is written again by the next ingest
             raise
+        finally:
+            windows.close()
 
     def _windows(self, todo: list[tuple[Paper, bool]]) -> Iterator[list[tuple[Paper, bool, list[Chunk]]]]:
         """Papers with their chunks: the first paper alone (the writer stores it while the next window is
@@ -285,6 +290,48 @@ class Ingestor:
             writes.append((PaperWrite(paper, chunks, chunk_vectors, profile, replace=replace(existed)), existed))
             offset += len(chunks)
         return writes
+
+
+_END = object()
+
+
+def _ahead(items: Iterable, depth: int = 2) -> Iterator:
+    """``items`` in order, computed by a thread up to ``depth`` items ahead (the next windows are chunked
+    while this one is embedded: the model leaves gaps on the cores that Python work can fill). The thread's
+    error is raised here; closing the generator stops the thread."""
+    handoff: queue.Queue = queue.Queue(maxsize=max(1, depth))
+    stop = threading.Event()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                handoff.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def run() -> None:
+        try:
+            for item in items:
+                if not put((item, None)):
+                    return
+            put((_END, None))
+        except BaseException as e:  # noqa: BLE001 - raised in the consumer's thread
+            put((_END, e))
+
+    thread = threading.Thread(target=run, name="paperchat-chunker", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item, error = handoff.get()
+            if item is _END:
+                if error is not None:
+                    raise error
+                return
+            yield item
+    finally:
+        stop.set()
 
 
 def _file_of(paper_id: str, labels: set[str]) -> str | None:

@@ -143,6 +143,10 @@ class OnnxEmbedder:
         options.inter_op_num_threads = 1
         # One thread per physical core: hyperthread siblings share a core's vector units and slow each other.
         options.intra_op_num_threads = int(self.threads or physical_cores())
+        # Idle threads sleep instead of spinning for more work: spinning takes the cores an ingest's chunking
+        # and store writes need, and any other process's. With another job on a 2-core machine, the bundled
+        # corpus embedded in 3.6 s instead of 4.2 and a question in 4.6 ms instead of 6.1 (bench/results/report.md).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             session = ort.InferenceSession(str(self.onnx_path), options, providers=["CPUExecutionProvider"])
         except Exception as e:  # onnxruntime raises its own Fail / InvalidProtobuf / RuntimeException
