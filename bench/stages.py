@@ -425,6 +425,8 @@ def stage_ingest(args) -> None:
     embedder.embed(distinct[:64])  # and first-call costs (torch prepares kernels per input shape)
     raw_s: list[float] = []
     ingest_s: list[float] = []
+    raw_cpu: list[float] = []  # CPU seconds of the whole process (every thread): less swayed by other jobs
+    ingest_cpu: list[float] = []
     root = Path(args.data_dir)
     if root.exists():
         shutil.rmtree(root)
@@ -438,8 +440,10 @@ def stage_ingest(args) -> None:
 
         steps = [("raw", lambda: embedder.embed(distinct)), ("ingest", ingest)]
         for name, fn in steps if round_ % 2 == 0 else steps[::-1]:
+            cpu = time.process_time()
             elapsed, value = timed(fn)
             (raw_s if name == "raw" else ingest_s).append(elapsed)
+            (raw_cpu if name == "raw" else ingest_cpu).append(time.process_time() - cpu)
             print(f"round {round_} {name}: {elapsed:.1f}s", file=sys.stderr, flush=True)
             if name == "ingest":
                 report = value
@@ -462,6 +466,8 @@ def stage_ingest(args) -> None:
         "raw_chunks_per_s": round(n_chunks / statistics.median(raw_s), 2),
         "ingest_chunks_per_s": round(n_chunks / statistics.median(ingest_s), 2),
         "ingest_over_raw_rate": round(statistics.median(pairs), 3), "rounds_ratio": [round(x, 3) for x in pairs],
+        "raw_cpu_s": [round(t, 2) for t in raw_cpu], "ingest_cpu_s": [round(t, 2) for t in ingest_cpu],
+        "cpu_ratio": round(statistics.median(r / i for r, i in zip(raw_cpu, ingest_cpu, strict=True)), 3),
         "load_average": [round(x, 1) for x in os.getloadavg()], "code": code_under_test(),
         "data_dir": str(final),
     })
