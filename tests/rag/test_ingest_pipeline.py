@@ -290,3 +290,33 @@ def test_onnx_threads_are_the_physical_cores_hyperthread_siblings_once():
     separate = "".join(f"processor\t: {cpu}\nphysical id\t: 0\ncore id\t: {i}\n\n" for i, cpu in enumerate(allowed))
     assert physical_cores(separate) == len(allowed)
     assert physical_cores("") == len(allowed)  # nothing usable in /proc/cpuinfo: every CPU counts
+
+
+def test_windows_computed_ahead_come_in_order_and_a_failure_is_raised_to_the_consumer():
+    from rag.ingest import _ahead
+
+    assert list(_ahead(iter(range(50)), depth=2)) == list(range(50))
+
+    def failing():
+        yield 1
+        raise ValueError("chunking failed")
+
+    items = _ahead(failing())
+    assert next(items) == 1
+    with pytest.raises(ValueError, match="chunking failed"):
+        next(items)
+
+    produced = []
+
+    def endless():
+        while True:
+            produced.append(len(produced))
+            yield produced[-1]
+
+    items = _ahead(endless(), depth=2)
+    assert next(items) == 0
+    items.close()  # the producer stops instead of running on
+    time.sleep(0.3)
+    seen = len(produced)
+    time.sleep(0.3)
+    assert len(produced) == seen <= 5
