@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from rag.embedding.token_spans import SpanCounter
+from rag.token_spans import SpanCounter
 from rag.types import Chunk, Paper
 
 # Bumped whenever chunk boundaries change for the same settings: the index records it.
@@ -71,7 +71,7 @@ class Chunker:
     """Cuts abstracts into chunks of at most ``max_tokens`` as counted by ``count_tokens``.
 
     ``token_starts`` (optional, the embedder's): where the word pieces of a text start, or None, which lets
-    one tokenisation of an abstract count the tokens of its spans (rag.embedding.token_spans); the
+    one tokenisation of an abstract count the tokens of its spans (rag.token_spans); the
     chunks are the same with it or without it, only cheaper to find.
     """
 

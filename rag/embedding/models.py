@@ -21,8 +21,8 @@ from typing import Protocol
 
 import numpy as np
 
-from rag.embedding.token_spans import splits_at_whitespace, token_starts
 from rag.errors import ModelNotFound
+from rag.token_spans import splits_at_whitespace, token_starts
 
 BUNDLED_MODEL_NAME = "all-MiniLM-L6-v2"
 
@@ -168,7 +168,7 @@ class SentenceTransformerEmbedder:
 
     def token_starts(self, text: str) -> tuple[list[int], int] | None:
         """Where the word pieces of ``text`` start and how many special tokens are added, or None where the
-        tokenizer does not split at whitespace (rag.embedding.token_spans)."""
+        tokenizer does not split at whitespace (rag.token_spans)."""
         return token_starts(self._tokenizer, text) if self._spans_exact else None
 
     @cached_property

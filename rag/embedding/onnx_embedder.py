@@ -24,8 +24,8 @@ import numpy as np
 
 from rag.embedding.batching import length_batches
 from rag.embedding.onnx_files import INT8_FILE, load_tokenizer, read_sidecar, source_fingerprint, transformer_dir
-from rag.embedding.token_spans import splits_at_whitespace, token_starts
 from rag.errors import ModelNotFound
+from rag.token_spans import splits_at_whitespace, token_starts
 
 
 class OnnxEmbedder:
@@ -118,7 +118,7 @@ class OnnxEmbedder:
 
     def token_starts(self, text: str) -> tuple[list[int], int] | None:
         """Where the word pieces of ``text`` start and how many special tokens are added, or None where the
-        tokenizer does not split at whitespace (rag.embedding.token_spans)."""
+        tokenizer does not split at whitespace (rag.token_spans)."""
         return token_starts(self._counter, text) if self._spans_exact else None
 
     @cached_property

@@ -122,7 +122,7 @@ def test_span_counts_from_one_tokenisation_match_counting_each_span(text, max_to
 @given(st.lists(st.sampled_from([*"ab .,\n", "\x1c", "\u00a0", "\u4e2d", "e\u0301", "xyzzy"]), max_size=30)
        .map("".join))
 def test_every_span_count_matches_counting_the_span(text):
-    from rag.embedding.token_spans import SpanCounter
+    from rag.token_spans import SpanCounter
 
     embedder = _bert_embedder()
     count = SpanCounter(text, embedder.count_tokens, embedder.token_starts(text))
