@@ -158,7 +158,7 @@ class OnnxEmbedder:
 
     def _how_to_create(self) -> str:
         cache_dir = self.onnx_path.parent.parent
-        int8 = " --int8" if self.onnx_path.name == INT8_FILE else ""
+        int8 = " --int8" if self.quantized else ""
         model = f" --model {self.model_dir}" if _is_custom_model(self.model_dir) else ""
         return f"`python -m rag.embedding.onnx --cache-dir {cache_dir}{model}{int8}`, which needs torch, once"
 
@@ -183,6 +183,11 @@ class OnnxEmbedder:
         """Create the session now (it is otherwise created by the first ``embed``)."""
         self._session  # noqa: B018
 
+    @property
+    def quantized(self) -> bool:
+        """The int8 model (dynamic quantisation), whose vectors depend on the batch a text is embedded in."""
+        return self.onnx_path.name == INT8_FILE
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-length float32 vectors, one row per text, in the order given."""
         if isinstance(texts, str):
@@ -194,10 +199,14 @@ class OnnxEmbedder:
         session = self._session
         inputs, output, pooled = self._io
         encodings = self._tokenizer.encode_batch([str(t) for t in texts])
-        # Batches of similar length waste little on padding; results do not depend on the batching.
+        # Batches of similar length waste little on padding. The int8 model embeds each text alone: its dynamic
+        # quantisation scales a whole batch's activations together, so a text's vector would depend on the texts
+        # batched with it (cosine down to 0.993), and the same question or abstract would be embedded differently
+        # alone, in a batch or in another corpus. Alone is also no slower there: nothing is padded.
         order = sorted(range(total), key=lambda i: -len(encodings[i].ids))
+        batch_size = 1 if self.quantized else self.batch_size
         done = 0
-        for start, end in length_batches([len(encodings[i].ids) for i in order], self.batch_size):
+        for start, end in length_batches([len(encodings[i].ids) for i in order], batch_size):
             rows = order[start:end]
             width = len(encodings[rows[0]].ids)
             ids = np.zeros((len(rows), width), dtype=np.int64)

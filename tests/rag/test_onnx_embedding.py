@@ -247,3 +247,15 @@ def test_model_folder_without_tokenizer_json_is_a_model_not_found(tmp_path):
 def test_quantising_a_missing_export_is_a_model_not_found(tmp_path):
     with pytest.raises(ModelNotFound, match="export the model first"):
         quantize_int8(tmp_path / "model.onnx", tmp_path / "model-int8.onnx")
+
+
+@pytest.mark.slow
+def test_int8_vectors_do_not_depend_on_the_texts_batched_with_them(onnx_files, model_dir):
+    # Dynamic quantisation scales a batch's activations together: batched with a long abstract, a question's
+    # vector moved by up to 0.02 a component. The int8 embedder embeds each text alone.
+    int8 = OnnxEmbedder(model_dir, onnx_files[1], name=BUNDLED_MODEL_NAME + INT8_SUFFIX, batch_size=32)
+    assert int8.quantized
+    long_text = " ".join(SENTENCES * 4)
+    alone = np.vstack([int8.embed([text]) for text in SENTENCES])
+    batched = int8.embed([long_text, *SENTENCES])[1:]
+    np.testing.assert_allclose(batched, alone, atol=1e-6)
