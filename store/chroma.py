@@ -1,8 +1,9 @@
 """The Chroma-backed index: one collection of chunks and one of papers. ``ChromaStore`` adds the manifest
 and the writes to the reads (store.chroma_reads) and the connection (store.chroma_client).
 
-The papers collection holds one record per paper: its metadata, its content hash and its profile
-vector; its abstract is read back from its chunks (store.paper_records). A paper record is written only
+The papers collection holds one record per paper: its metadata and abstract, its content hash, its
+chunks' spans in the abstract and its profile vector. The chunks collection holds each chunk's vector, not
+its text: a chunk's text is read back from its paper's record (store.paper_records). A paper record is written only
 after all of its chunks, so it doubles as the commit marker that makes ingest resumable: a paper whose
 record is missing or has an old hash is simply written again, over the same deterministic chunk ids.
 
@@ -24,7 +25,7 @@ from rag.types import Chunk, Paper
 from store.chroma_client import _is_missing
 from store.chroma_reads import ChromaReader
 from store.layout import papers_collection
-from store.paper_records import paper_to_metadata
+from store.paper_records import record_metadata
 
 _WRITE_BATCH = 5000  # rows per upsert at most (Chroma's own limit may be lower)
 _DELETE_BATCH = 500  # paper ids per delete filter
@@ -121,8 +122,9 @@ class ChromaStore(ChromaReader):
     # --- writes --------------------------------------------------------------------------------
 
     def write_papers(self, writes: Sequence[PaperWrite]) -> None:
-        """Store several papers in a few Chroma calls: every chunk first, then the chunks their earlier
-        versions had beyond the new count are deleted, then the paper records that mark the papers as done.
+        """Store several papers in a few Chroma calls: every chunk (its vector) first, then the
+        chunks their earlier versions had beyond the new count are deleted, then the paper records (metadata and
+        abstract) that mark the papers as done.
 
         A write stopped anywhere leaves papers whose records are missing or carry their old hash: the next
         ingest writes them again over the same chunk ids. Batching matters: each Chroma call costs tens of
@@ -139,8 +141,7 @@ class ChromaStore(ChromaReader):
                 self._chunks.upsert,
                 ids=[c.chunk_id for c, _ in part],
                 embeddings=np.asarray([v for _, v in part], dtype=np.float32),
-                documents=[c.text for c, _ in part],
-                metadatas=[{"paper_id": c.paper_id, "chunk": c.index, "start": c.start, "end": c.end} for c, _ in part],
+                metadatas=[{"paper_id": c.paper_id, "chunk": c.index} for c, _ in part],
             )
         self._delete_chunks_beyond([w for w in writes if w.replace])
         for start in range(0, len(writes), step):
@@ -151,8 +152,8 @@ class ChromaStore(ChromaReader):
                 self._papers.upsert,
                 ids=[w.paper.paper_id for w in part],
                 embeddings=np.vstack([unit for unit, _, _ in records]),
-                metadatas=[{**paper_to_metadata(w.paper, w.chunks), "n_chunks": len(w.chunks), "profile_norm": length,
-                            "chunk_weight": weight} for w, (_, length, weight) in zip(part, records, strict=True)],
+                metadatas=[record_metadata(w.paper, w.chunks, profile_norm=length, chunk_weight=weight)
+                           for w, (_, length, weight) in zip(part, records, strict=True)],
             )
 
     def write_paper(self, paper: Paper, chunks: Sequence[Chunk], vectors: np.ndarray, profile=None) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 
 from rag.types import Paper
 from store.chroma_client import ChromaConnection
-from store.paper_records import ABSTRACT_REST, paper_from_record, rebuild_abstract
+from store.paper_records import ABSTRACT, ABSTRACT_REST, chunk_text, paper_from_record, rebuild_abstract, unpack
 
 _PAGE = 2000
 _QUERY_BATCH = 256  # questions per Chroma query call, at most
@@ -51,8 +51,26 @@ class ChromaReader(ChromaConnection):
         if not self._open(create=False):
             return
         for ids, docs, metas in self._pages(self._chunks, include=["documents", "metadatas"]):
-            for chunk_id, doc, meta in zip(ids, docs, metas, strict=True):
-                yield chunk_id, str(meta["paper_id"]), doc or ""
+            texts = self._chunk_texts_of(docs, metas)
+            for chunk_id, text, meta in zip(ids, texts, metas, strict=True):
+                yield chunk_id, str(meta["paper_id"]), text
+
+    def _chunk_texts_of(self, docs: Sequence[str | None], metas: Sequence[dict | None]) -> list[str]:
+        """The texts of chunk rows, each sliced from its paper's record (one read for the rows' papers). Stores
+        written before kept the text as the chunk's document: their records have no spans. The record decides,
+        not the row: a chunk rewritten by an upsert keeps its old document."""
+        paper_ids = {str(meta["paper_id"]) for meta in metas if meta and "paper_id" in meta}
+        records = {
+            pid: meta
+            for page in self._by_ids("papers", sorted(paper_ids), ["metadatas"], "read chunks")
+            for pid, meta in zip(page["ids"], page["metadatas"], strict=True)
+        }
+        texts = []
+        for doc, meta in zip(docs, metas, strict=True):
+            meta = meta or {}
+            text = chunk_text(records.get(str(meta.get("paper_id")), {}), int(meta.get("chunk", -1)))
+            texts.append(doc or "" if text is None else text)
+        return texts
 
     def iter_papers(self) -> Iterator[Paper]:
         if not self._open(create=False):
@@ -61,9 +79,10 @@ class ChromaReader(ChromaConnection):
             yield from self._papers_of(ids, docs, metas).values()
 
     def _papers_of(self, ids: Sequence[str], docs: Sequence[str | None], metas: Sequence[dict]) -> dict[str, Paper]:
-        """paper_id -> Paper for a page of paper records: abstracts rebuilt from the chunks of the records that
-        carry ``ABSTRACT_REST`` (one read for the page), the others' from their document (older stores)."""
-        rebuilt = [(pid, meta) for pid, meta in zip(ids, metas, strict=True) if meta and ABSTRACT_REST in meta]
+        """paper_id -> Paper for a page of paper records. Records of older stores: abstracts rebuilt from the
+        chunks of those that carry ``ABSTRACT_REST`` (one read for the page), the others' from their document."""
+        rebuilt = [(pid, meta) for pid, meta in zip(ids, metas, strict=True)
+                   if meta and ABSTRACT_REST in meta and ABSTRACT not in meta]
         pieces: dict[str, list[tuple[int, str]]] = {pid: [] for pid, _ in rebuilt}
         chunk_ids = [f"{pid}::{i}" for pid, meta in rebuilt for i in range(int(meta.get("n_chunks") or 0))]
         for page in self._by_ids("chunks", chunk_ids, ["documents", "metadatas"], "read papers"):
@@ -98,7 +117,7 @@ class ChromaReader(ChromaConnection):
             page = self._call("read the index", collection.get, limit=_PAGE, offset=offset, include=include)
             if not page["ids"]:
                 return
-            yield page
+            yield self._unpacked(collection, page)
             if len(page["ids"]) < _PAGE:
                 return
             offset += len(page["ids"])
@@ -110,7 +129,14 @@ class ChromaReader(ChromaConnection):
             return
         collection = self._chunks if which == "chunks" else self._papers
         for start in range(0, len(unique), _PAGE):
-            yield self._call(doing, collection.get, ids=unique[start : start + _PAGE], include=include)
+            yield self._unpacked(collection, self._call(doing, collection.get, ids=unique[start : start + _PAGE],
+                                                        include=include))
+
+    def _unpacked(self, collection, page: dict) -> dict:
+        """A page of records with the papers' metadata as flat keys, whatever format wrote them."""
+        if collection is self._papers and page.get("metadatas") is not None:
+            page["metadatas"] = [unpack(meta) for meta in page["metadatas"]]
+        return page
 
     def get_papers(self, paper_ids: Sequence[str]) -> dict[str, Paper]:
         return {
@@ -122,9 +148,9 @@ class ChromaReader(ChromaConnection):
     def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
         """chunk_id -> text for the chunks that exist."""
         return {
-            cid: doc or ""
-            for page in self._by_ids("chunks", chunk_ids, ["documents"], "read chunks")
-            for cid, doc in zip(page["ids"], page["documents"], strict=True)
+            cid: text
+            for page in self._by_ids("chunks", chunk_ids, ["documents", "metadatas"], "read chunks")
+            for cid, text in zip(page["ids"], self._chunk_texts_of(page["documents"], page["metadatas"]), strict=True)
         }
 
     def query_chunks(self, vector: np.ndarray, n: int) -> list[ChunkMatch]:
@@ -137,10 +163,11 @@ class ChromaReader(ChromaConnection):
             n_results=max(1, n),
             include=["distances", "documents", "metadatas"],
         )
+        texts = self._chunk_texts_of(result["documents"][0], result["metadatas"][0])
         return [
-            ChunkMatch(cid, str(meta["paper_id"]), doc or "", 1.0 - float(dist))
-            for cid, doc, meta, dist in zip(
-                result["ids"][0], result["documents"][0], result["metadatas"][0], result["distances"][0], strict=True
+            ChunkMatch(cid, str(meta["paper_id"]), text, 1.0 - float(dist))
+            for cid, text, meta, dist in zip(
+                result["ids"][0], texts, result["metadatas"][0], result["distances"][0], strict=True
             )
         ]
 

@@ -1,13 +1,18 @@
-"""How a paper is kept in the papers collection: its fields as Chroma metadata (scalars only, so lists
-are JSON text and a missing year is -1) and back.
+"""How a paper is kept in the papers collection, and how its chunks' texts are read back.
 
-The abstract is not stored again in the record: its chunks hold it already (each a verbatim slice with
-its character offsets), and a record's document costs about as much to write as the chunk rows
-themselves (Chroma indexes every document's trigrams; bench/results/report.md, section 4). The record
-keeps what the chunks do not cover (``ABSTRACT_REST``: the abstract's length and its uncovered pieces,
-usually none but surrounding whitespace), and a read puts the abstract back together from both.
-Records written before this carry the abstract as their document and no ``ABSTRACT_REST``: they are
-read as they were.
+A paper's record holds all it has in two metadata keys: ``paper_id`` and ``RECORD``, a JSON object with its
+fields, its abstract, each chunk's character span in it (``SPANS``) and its profile's figures. Its chunk rows
+hold their vectors and only the keys deletes filter on (``paper_id``, ``chunk``): a chunk's text is the slice
+of its paper's abstract that its span gives. What a row costs is Chroma's (bench/results/report.md, section
+4): a document (its trigrams are indexed) costs about as much as the rest of the row, every metadata key a
+row of its own in Chroma's SQLite tables, and overlapping chunks repeat text; a text held once, in one key,
+doubled the rows written per second (``bench/stages.py synthetic-build``).
+
+Stores written earlier are read as they were (``unpack`` gives every format the same flat keys):
+
+- records whose keys are the fields themselves and carry ``ABSTRACT_REST``, whose chunks carry their texts as
+  documents (the abstract is put back together from the chunks and the pieces they do not cover);
+- records of the first format: the abstract is the record's document, the chunks' texts theirs.
 """
 
 from __future__ import annotations
@@ -18,12 +23,58 @@ from typing import Any
 
 from rag.types import Chunk, Paper
 
-# The metadata key of a record whose abstract is rebuilt from its chunks: JSON [length, [[start, text], ...]].
+RECORD = "record"  # the record's fields as one JSON object
+ABSTRACT = "abstract"  # in RECORD: the abstract
+SPANS = "spans"  # in RECORD: [[start, end], ...] of chunk 0, 1, ... in the abstract
+# Records of the second format: the abstract is rebuilt from the chunks' documents and this, JSON
+# [length, [[start, text], ...]] (the pieces no chunk covers).
 ABSTRACT_REST = "abstract_rest"
 
 
+def record_metadata(paper: Paper, chunks: Sequence[Chunk], **figures: float) -> dict[str, Any]:
+    """A paper's record as Chroma metadata; ``figures``: numbers kept with it (its profile's)."""
+    fields = {
+        "title": paper.title,
+        "source": paper.source,
+        "ordinal": paper.ordinal,
+        "authors": list(paper.authors),
+        "urls": list(paper.urls),
+        "venue": paper.venue,
+        "year": paper.year,
+        "title_given": paper.title_given,
+        "content_hash": paper.content_hash,
+        ABSTRACT: paper.abstract,
+        SPANS: [[c.start, c.end] for c in sorted(chunks, key=lambda c: c.index)],
+        "n_chunks": len(chunks),
+        **figures,
+    }
+    return {"paper_id": paper.paper_id, RECORD: json.dumps(fields, ensure_ascii=False)}
+
+
+def unpack(meta: dict[str, Any] | None) -> dict[str, Any]:
+    """A record's metadata as flat keys, whatever its format."""
+    if not meta:
+        return {}
+    if RECORD in meta:
+        return {**json.loads(meta[RECORD]), "paper_id": meta["paper_id"]}
+    return meta
+
+
+def chunk_text(record: dict[str, Any], chunk: int) -> str | None:
+    """The text of chunk number ``chunk`` from its paper's (unpacked) record; None for records of the older
+    formats, whose chunks hold their texts as documents."""
+    if ABSTRACT not in record or SPANS not in record:
+        return None
+    spans = record[SPANS]
+    if not 0 <= chunk < len(spans):
+        return ""
+    start, end = spans[chunk]
+    return str(record[ABSTRACT])[int(start) : int(end)]
+
+
 def abstract_rest(abstract: str, chunks: Sequence[Chunk]) -> str:
-    """``ABSTRACT_REST`` of a paper: the length of ``abstract`` and the pieces of it no chunk covers."""
+    """``ABSTRACT_REST`` of a paper (the second format, no longer written; it defines what is read back):
+    the length of ``abstract`` and the pieces of it no chunk covers."""
     pieces, at = [], 0
     for start, end in sorted((c.start, c.end) for c in chunks):
         if start > at:
@@ -44,9 +95,9 @@ def rebuild_abstract(rest: str, chunks: Iterable[tuple[int, str]]) -> str:
     return "".join(out[: int(length)])
 
 
-def paper_to_metadata(paper: Paper, chunks: Sequence[Chunk] | None = None) -> dict[str, Any]:
-    """The record's metadata; with ``chunks``, the record's abstract is rebuilt from them when read."""
-    meta: dict[str, Any] = {
+def paper_to_metadata(paper: Paper) -> dict[str, Any]:
+    """A record's fields as flat keys (the older formats' layout; tests write such stores with it)."""
+    return {
         "paper_id": paper.paper_id,
         "title": paper.title,
         "source": paper.source,
@@ -58,24 +109,26 @@ def paper_to_metadata(paper: Paper, chunks: Sequence[Chunk] | None = None) -> di
         "title_given": paper.title_given,
         "content_hash": paper.content_hash,
     }
-    if chunks is not None:
-        meta[ABSTRACT_REST] = abstract_rest(paper.abstract, chunks)
-    return meta
+
+
+def _list(value: Any) -> tuple:
+    """A list field: a list (RECORD) or JSON text of one (older formats)."""
+    return tuple(value if isinstance(value, list) else json.loads(value or "[]"))
 
 
 def paper_from_record(document: str | None, meta: dict[str, Any], abstract: str | None = None) -> Paper:
-    """The paper of a record; ``abstract``: rebuilt from its chunks (``rebuild_abstract``), else the document."""
-    year = meta.get("year", -1)
+    """The paper of an unpacked record: its abstract is ``ABSTRACT``, else ``abstract`` (rebuilt from its
+    chunks by ``rebuild_abstract``: second format), else the document (first format)."""
+    year = meta.get("year")
     return Paper(
         paper_id=str(meta["paper_id"]),
         title=str(meta.get("title", "")),
-        abstract=abstract if abstract is not None else document or "",
+        abstract=str(meta[ABSTRACT]) if ABSTRACT in meta else abstract if abstract is not None else document or "",
         source=str(meta.get("source", "")),
         ordinal=int(meta.get("ordinal", 0)),
-        authors=tuple(json.loads(meta.get("authors") or "[]")),
-        urls=tuple(json.loads(meta.get("urls") or "[]")),
+        authors=_list(meta.get("authors")),
+        urls=_list(meta.get("urls")),
         venue=str(meta.get("venue", "")),
         year=None if year in (None, -1) else int(year),
         title_given=bool(meta.get("title_given", False)),
     )
-

@@ -110,9 +110,7 @@ def test_interrupted_write_resumes_to_clean_state(tmp_path, fake_embedder):
                 # Chunks of the 4th paper land, its record does not: as if killed in between.
                 chunks, vectors = write.chunks, write.vectors
                 broken._chunks.upsert(ids=[c.chunk_id for c in chunks], embeddings=vectors,
-                                      documents=[c.text for c in chunks],
-                                      metadatas=[{"paper_id": c.paper_id, "chunk": c.index, "start": c.start,
-                                                  "end": c.end} for c in chunks])
+                                      metadatas=[{"paper_id": c.paper_id, "chunk": c.index} for c in chunks])
                 raise KeyboardInterrupt
             written.append(write.paper.paper_id)
             real_write([write])
@@ -206,31 +204,72 @@ def _awkward_papers() -> list[Paper]:
     ]
 
 
+def expected_chunks(papers, chunker) -> list[tuple[str, str, str]]:
+    return sorted((c.chunk_id, c.paper_id, c.text) for p in papers for c in chunker.chunk(p))
+
+
 @pytest.mark.parametrize("overlap", [0, 1])
-def test_paper_records_hold_no_abstract_and_read_it_back_from_the_chunks(store, fake_embedder, overlap):
+def test_each_text_is_stored_once_in_its_record_and_chunks_are_read_back_as_slices_of_it(store, fake_embedder,
+                                                                                          overlap):
     papers = _awkward_papers()
-    Ingestor(store, fake_embedder, Chunker(fake_embedder.count_tokens, 12, overlap)).ingest(papers)
+    chunker = Chunker(fake_embedder.count_tokens, 12, overlap)
+    Ingestor(store, fake_embedder, chunker).ingest(papers)
     assert store.get_papers([p.paper_id for p in papers]) == {p.paper_id: p for p in papers}
     assert sorted(store.iter_papers(), key=lambda p: p.paper_id) == papers
+    assert all_chunks(store) == expected_chunks(papers, chunker)
+    ids = [cid for cid, _, _ in expected_chunks(papers, chunker)]
+    assert store.chunk_texts(ids) == {cid: text for cid, _, text in expected_chunks(papers, chunker)}
+    assert store._chunks.get(include=["documents"])["documents"] == [None] * len(ids)
     assert store._papers.get(include=["documents"])["documents"] == [None] * len(papers)
 
 
-def test_records_of_an_older_store_are_read_from_their_documents_and_replaced_when_changed(store, ingestor):
-    papers = make_papers()
-    ingestor.ingest(papers)
-    # As stores written before kept paper records: the abstract as the document, no ABSTRACT_REST.
-    from store.paper_records import ABSTRACT_REST
+def as_older_format(store, papers, chunker, kind: str) -> None:
+    """Rewrite ``store`` as stores of an earlier format held it: chunks carried their texts as documents and
+    their offsets, paper records their fields as flat keys and either their abstract as the document
+    ("documents") or ``ABSTRACT_REST`` ("abstract_rest")."""
+    from store.paper_records import ABSTRACT_REST, abstract_rest, paper_to_metadata, unpack
 
+    by_id = {p.paper_id: p for p in papers}
+    chunks = {c.chunk_id: c for p in papers for c in chunker.chunk(p)}
+    rows = store._chunks.get(include=["embeddings"])
+    store._chunks.delete(ids=rows["ids"])
+    store._chunks.add(ids=rows["ids"], embeddings=rows["embeddings"], documents=[chunks[i].text for i in rows["ids"]],
+                      metadatas=[{"paper_id": chunks[i].paper_id, "chunk": chunks[i].index, "start": chunks[i].start,
+                                  "end": chunks[i].end} for i in rows["ids"]])
     old = store._papers.get(include=["metadatas", "embeddings"])
     store._papers.delete(ids=old["ids"])
+    metas = [{**paper_to_metadata(by_id[i]), **{k: unpack(m)[k] for k in ("n_chunks", "profile_norm", "chunk_weight")}}
+             for i, m in zip(old["ids"], old["metadatas"], strict=True)]
+    if kind == "abstract_rest":
+        metas = [{**m, ABSTRACT_REST: abstract_rest(by_id[i].abstract, chunker.chunk(by_id[i]))}
+                 for i, m in zip(old["ids"], metas, strict=True)]
+        store._papers.add(ids=old["ids"], embeddings=old["embeddings"], metadatas=metas)
+    else:
+        store._papers.add(ids=old["ids"], embeddings=old["embeddings"], metadatas=metas,
+                          documents=[by_id[i].abstract for i in old["ids"]])
+
+
+@pytest.mark.parametrize("kind", ["documents", "abstract_rest"])
+def test_stores_of_older_formats_are_read_as_they_were_and_changed_papers_in_the_new_one(store, fake_embedder,
+                                                                                          kind):
+    papers = [dataclasses.replace(p, paper_id=f"g.txt#{p.ordinal}", source="g.txt") for p in _awkward_papers()[:2]]
+    papers = make_papers() + papers
+    chunker = Chunker(fake_embedder.count_tokens, 12, 1)
+    ingestor = Ingestor(store, fake_embedder, chunker)
+    ingestor.ingest(papers)
+    as_older_format(store, papers, chunker, kind)
     by_id = {p.paper_id: p for p in papers}
-    store._papers.add(ids=old["ids"], embeddings=old["embeddings"],
-                      documents=[by_id[i].abstract for i in old["ids"]],
-                      metadatas=[{k: v for k, v in m.items() if k != ABSTRACT_REST} for m in old["metadatas"]])
     assert store.get_papers(list(by_id)) == by_id
-    assert sorted(store.iter_papers(), key=lambda p: p.ordinal) == papers
+    assert sorted(store.iter_papers(), key=lambda p: p.paper_id) == sorted(papers, key=lambda p: p.paper_id)
+    assert all_chunks(store) == expected_chunks(papers, chunker)
     assert ingestor.ingest(papers).unchanged == len(papers)  # same hashes: nothing rewritten
-    changed = [dataclasses.replace(papers[0], abstract="A new abstract altogether. It is different.")] + papers[1:]
+    # A changed paper is written in the new format over rows that still carry the old texts as documents (an
+    # upsert keeps them): what is read is the new text.
+    changed = [dataclasses.replace(papers[2], abstract="A new abstract altogether. It is different.")]
+    changed = papers[:2] + changed + papers[3:]
     assert ingestor.ingest(changed).updated == 1
-    assert store.get_papers([changed[0].paper_id])[changed[0].paper_id] == changed[0]  # not the old document
-    assert sorted(store.iter_papers(), key=lambda p: p.ordinal) == changed
+    assert store.get_papers([changed[2].paper_id])[changed[2].paper_id] == changed[2]
+    assert sorted(store.iter_papers(), key=lambda p: p.paper_id) == sorted(changed, key=lambda p: p.paper_id)
+    assert all_chunks(store) == expected_chunks(changed, chunker)
+    ids = [cid for cid, _, _ in expected_chunks(changed, chunker)]
+    assert store.chunk_texts(ids) == {cid: text for cid, _, text in expected_chunks(changed, chunker)}

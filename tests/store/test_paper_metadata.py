@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from store.chroma import ChromaStore
-from store.paper_records import paper_from_record, paper_to_metadata
+from store.paper_records import paper_from_record, paper_to_metadata, record_metadata, unpack
 from tests.metadata_corpus import metadata_papers
 
 
@@ -28,3 +28,11 @@ def test_record_round_trip_keeps_a_missing_year_missing():
     plain = paper.__class__(paper.paper_id, paper.title, paper.abstract, paper.source, paper.ordinal)
     assert paper_from_record(plain.abstract, paper_to_metadata(plain)) == plain
     assert paper_from_record(paper.abstract, paper_to_metadata(paper)) == paper
+
+
+def test_records_round_trip_in_every_format():
+    for paper in metadata_papers():
+        plain = paper.__class__(paper.paper_id, paper.title, paper.abstract, paper.source, paper.ordinal)
+        for p in (paper, plain):
+            assert paper_from_record(None, unpack(record_metadata(p, []))) == p
+            assert paper_from_record(p.abstract, unpack(paper_to_metadata(p))) == p  # the older formats' keys
