@@ -21,6 +21,7 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -614,16 +615,18 @@ def plot(path: Path, searches: list[dict]) -> Path | None:
     return path
 
 
-def merge_results(bench: Bench, files: list[Path]) -> None:
-    """Put the stage results in ``files`` (JSON lines with label and command) into the bench's results,
-    replacing the earlier results of the same stages (a synthetic build: of the same size)."""
+def merge_results(bench: Bench, files: list[Path], drop: Sequence[str] = ()) -> None:
+    """Put the stage results in ``files`` (JSON lines with label and command) into the bench's results, each
+    replacing the earlier result of the same label (a synthetic build: of the same size); ``drop``: label
+    prefixes of earlier results to leave out (measurements of code that is gone)."""
     merged = [json.loads(line) for f in files for line in f.read_text().splitlines() if line.strip()]
 
     def replaced(r: dict) -> bool:
-        return any(r.get("stage") == m["stage"] and (m["stage"] != "synthetic-build" or r.get("chunks") == m["chunks"])
-                   for m in merged)
+        return any(r.get("label") == m["label"] or m["stage"] == "synthetic-build" == r.get("stage")
+                   and r.get("chunks") == m["chunks"] for m in merged)
 
-    bench.results = [r for r in bench.results if not replaced(r)] + merged
+    bench.results = [r for r in bench.results
+                     if not replaced(r) and not any(r.get("label", "").startswith(d) for d in drop)] + merged
 
 
 def loadavg() -> str:
@@ -658,6 +661,8 @@ def main(argv=None) -> int:
     parser.add_argument("--merge", type=Path, action="append", default=[], metavar="FILE",
                         help="JSON lines of stage results (each with its label and command) to put into results.json "
                              "(with --report-only): they replace the earlier results of their stages")
+    parser.add_argument("--drop-result", action="append", default=[], metavar="LABEL",
+                        help="drop the stage results whose label starts with LABEL (with --report-only)")
     parser.add_argument("--drop-note", action="append", default=[], metavar="TEXT",
                         help="drop the notes that start with TEXT (with --report-only)")
     parser.add_argument("--note", action="append", default=[],
@@ -674,9 +679,9 @@ def main(argv=None) -> int:
     if args.report_only:
         saved = json.loads((args.out / "results.json").read_text())
         bench.results, bench.notes, bench.meta = saved["results"], saved["notes"], saved.get("meta", bench.meta)
-        merge_results(bench, args.merge)
+        merge_results(bench, args.merge, args.drop_result)
         bench.notes = [n for n in bench.notes if not any(n.startswith(d) for d in args.drop_note)]
-        if args.merge or args.drop_note:
+        if args.merge or args.drop_note or args.drop_result:
             bench.save()
     else:
         bench.run()

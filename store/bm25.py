@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -137,14 +138,18 @@ class LexicalIndex:
 
         chunk_ids: list[str] = []
         paper_ids: list[str] = []
-        corpus: list[list[str]] = []
+        # Each text as token ids in a compact array, with our own vocabulary: given token lists, bm25s keeps a
+        # list of ids beside each list of tokens (16 bytes a token), GBs at a million chunks.
+        vocabulary: dict[str, int] = {}
+        corpus: list[array] = []
         for chunk_id, paper_id, text in rows:
             chunk_ids.append(chunk_id)
             paper_ids.append(paper_id)
-            corpus.append(self.analyze(text) or ["\u2205"])  # bm25s rejects empty documents
+            tokens = self.analyze(text) or ["\u2205"]  # bm25s rejects empty documents
+            corpus.append(array("i", [vocabulary.setdefault(t, len(vocabulary)) for t in tokens]))
         bm25 = bm25s.BM25(k1=self.params.k1, b=self.params.b)
         if corpus:
-            bm25.index(corpus, show_progress=False)
+            bm25.index((corpus, vocabulary), show_progress=False)
         self._bm25 = bm25 if corpus else None
         self.chunk_ids, self.paper_ids, self.generation = chunk_ids, paper_ids, generation
         self.titles = dict(titles or {})

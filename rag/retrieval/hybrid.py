@@ -165,27 +165,33 @@ class HybridRetriever:
         if self.expected_manifest is not None:
             # Vectors from another model (or other chunking) would give silently wrong results.
             self.store.check_manifest(self.expected_manifest)
-        chunks_current = self.lexical.load(generation)
-        papers_current = self.paper_lexical is None or self.paper_lexical.load(generation)
-        if chunks_current and papers_current:
-            titles, authors = self.lexical.titles, self.lexical.authors  # saved with the index: no paper read
-        else:
-            papers = list(self.store.iter_papers())
-            titles = {p.paper_id: p.title for p in papers}
-            authors = {p.paper_id: list(p.authors) for p in papers if p.authors}
-            heads = lexical_heads(papers)  # titles, and authors: "papers by Kingma" is searchable
-            if not chunks_current:
-                self.lexical.build(rows_with_titles(self.store.iter_chunks(), heads), generation, titles=titles,
-                                   authors=authors)
-            if not papers_current:
-                rows = ((p.paper_id, p.paper_id, p.abstract) for p in papers)
-                self.paper_lexical.build(rows_with_titles(rows, heads), generation, titles=titles)
+        titles, authors = self._load_or_build_lexical(generation)
         if not self.vectors.load(generation):
             self.vectors.build(self.store, generation)
         self._name_patterns = [(pid, pattern) for pid, title in titles.items() if (pattern := _name_pattern(title))]
         self._author_patterns = [(pid, pattern) for pid, names in authors.items() for name in names
                                  if (pattern := _author_pattern(name))]
         self._generation = generation
+
+    def _load_or_build_lexical(self, generation: int) -> tuple[dict[str, str], dict[str, list[str]]]:
+        """Load the lexical indexes saved for ``generation``, or build them from the store; the papers' titles and
+        authors. The papers read for a build are let go before the vector table is built (a million chunks'
+        papers are GBs)."""
+        chunks_current = self.lexical.load(generation)
+        papers_current = self.paper_lexical is None or self.paper_lexical.load(generation)
+        if chunks_current and papers_current:
+            return self.lexical.titles, self.lexical.authors  # saved with the index: no paper read
+        papers = list(self.store.iter_papers())
+        titles = {p.paper_id: p.title for p in papers}
+        authors = {p.paper_id: list(p.authors) for p in papers if p.authors}
+        heads = lexical_heads(papers)  # titles, and authors: "papers by Kingma" is searchable
+        if not chunks_current:
+            self.lexical.build(rows_with_titles(self.store.iter_chunks(), heads), generation, titles=titles,
+                               authors=authors)
+        if not papers_current:
+            rows = ((p.paper_id, p.paper_id, p.abstract) for p in papers)
+            self.paper_lexical.build(rows_with_titles(rows, heads), generation, titles=titles)
+        return titles, authors
 
     def search(self, question: str, k: int | None = None) -> list[Hit]:
         return self.search_many([question], k)[0]
