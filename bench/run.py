@@ -379,8 +379,8 @@ def ingest_section(ingests: list[dict], full: list[dict], costs: list[dict]) -> 
              "text the ingest embeds (chunks with their paper's title; for titled papers also the whole text and "
              "the title); raw = one `embed` call over the distinct ones. The ratio (raw time / ingest time, "
              "median of the rounds' ratios) is the share of the embedder's speed the ingest keeps: 1.0 = chunking "
-             "and store writes cost nothing or hide behind the embedding. Goal: >= 0.9. `code` is the tree whose "
-             "`rag` the stage imported (`PYTHONPATH`): `main` before this change, the branch after.", "",
+             "and store writes cost nothing or hide behind the embedding. Goal: >= 0.9. `code` is the tree and "
+             "commit whose `rag` the stage imported (`PYTHONPATH` picks a tree to compare).", "",
              "| code | corpus | papers | texts (distinct) | raw embed texts/s | ingest papers/s | **ratio** | "
              "rounds' ratios | load avg | peak RSS | command |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
