@@ -175,21 +175,25 @@ class HybridRetriever:
 
     def _load_or_build_lexical(self, generation: int) -> tuple[dict[str, str], dict[str, list[str]]]:
         """Load the lexical indexes saved for ``generation``, or build them from the store; the papers' titles and
-        authors. The papers read for a build are let go before the vector table is built (a million chunks'
-        papers are GBs)."""
+        authors. A build reads the papers as it goes, twice where the papers' index is rebuilt, rather than
+        holding them all: a million papers' abstracts, kept through both BM25 builds, were GBs of the peak."""
         chunks_current = self.lexical.load(generation)
         papers_current = self.paper_lexical is None or self.paper_lexical.load(generation)
         if chunks_current and papers_current:
             return self.lexical.titles, self.lexical.authors  # saved with the index: no paper read
-        papers = list(self.store.iter_papers())
-        titles = {p.paper_id: p.title for p in papers}
-        authors = {p.paper_id: list(p.authors) for p in papers if p.authors}
-        heads = lexical_heads(papers)  # titles, and authors: "papers by Kingma" is searchable
+        titles: dict[str, str] = {}
+        authors: dict[str, list[str]] = {}
+        heads: dict[str, str] = {}  # titles, and authors: "papers by Kingma" is searchable
+        for paper in self.store.iter_papers():
+            titles[paper.paper_id] = paper.title
+            if paper.authors:
+                authors[paper.paper_id] = list(paper.authors)
+            heads.update(lexical_heads([paper]))
         if not chunks_current:
             self.lexical.build(rows_with_titles(self.store.iter_chunks(), heads), generation, titles=titles,
                                authors=authors)
         if not papers_current:
-            rows = ((p.paper_id, p.paper_id, p.abstract) for p in papers)
+            rows = ((p.paper_id, p.paper_id, p.abstract) for p in self.store.iter_papers())
             self.paper_lexical.build(rows_with_titles(rows, heads), generation, titles=titles)
         return titles, authors
 
