@@ -622,8 +622,9 @@ def merge_results(bench: Bench, files: list[Path], drop: Sequence[str] = ()) -> 
     merged = [json.loads(line) for f in files for line in f.read_text().splitlines() if line.strip()]
 
     def replaced(r: dict) -> bool:
-        return any(r.get("label") == m["label"] or m["stage"] == "synthetic-build" == r.get("stage")
-                   and r.get("chunks") == m["chunks"] for m in merged)
+        return any(r.get("label") == m["label"]
+                   or (m["stage"] == "synthetic-build" == r.get("stage") and r.get("chunks") == m["chunks"])
+                   for m in merged)
 
     bench.results = [r for r in bench.results
                      if not replaced(r) and not any(r.get("label", "").startswith(d) for d in drop)] + merged

@@ -11,7 +11,15 @@ import numpy as np
 
 from rag.types import Paper
 from store.chroma_client import ChromaConnection
-from store.paper_records import ABSTRACT, ABSTRACT_REST, chunk_text, paper_from_record, rebuild_abstract, unpack
+from store.paper_records import (
+    ABSTRACT,
+    ABSTRACT_REST,
+    SPANS,
+    chunk_text,
+    paper_from_record,
+    rebuild_abstract,
+    unpack,
+)
 
 _PAGE = 2000
 _QUERY_BATCH = 256  # questions per Chroma query call, at most
@@ -59,18 +67,21 @@ class ChromaReader(ChromaConnection):
         """The texts of chunk rows, each sliced from its paper's record (one read for the rows' papers). Stores
         written before kept the text as the chunk's document: their records have no spans. The record decides,
         not the row: a chunk rewritten by an upsert keeps its old document."""
-        paper_ids = {str(meta["paper_id"]) for meta in metas if meta and "paper_id" in meta}
-        records = {
-            pid: meta
-            for page in self._by_ids("papers", sorted(paper_ids), ["metadatas"], "read chunks")
-            for pid, meta in zip(page["ids"], page["metadatas"], strict=True)
-        }
+        records = self._records({str(meta["paper_id"]) for meta in metas if meta and "paper_id" in meta})
         texts = []
         for doc, meta in zip(docs, metas, strict=True):
             meta = meta or {}
             text = chunk_text(records.get(str(meta.get("paper_id")), {}), int(meta.get("chunk", -1)))
             texts.append(doc or "" if text is None else text)
         return texts
+
+    def _records(self, paper_ids: set[str]) -> dict[str, dict]:
+        """paper_id -> unpacked record metadata, for those of ``paper_ids`` that are stored (one read)."""
+        return {
+            pid: meta
+            for page in self._by_ids("papers", sorted(paper_ids), ["metadatas"], "read chunks")
+            for pid, meta in zip(page["ids"], page["metadatas"], strict=True)
+        }
 
     def iter_papers(self) -> Iterator[Paper]:
         if not self._open(create=False):
@@ -146,12 +157,23 @@ class ChromaReader(ChromaConnection):
         }
 
     def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
-        """chunk_id -> text for the chunks that exist."""
-        return {
-            cid: text
-            for page in self._by_ids("chunks", chunk_ids, ["documents", "metadatas"], "read chunks")
-            for cid, text in zip(page["ids"], self._chunk_texts_of(page["documents"], page["metadatas"]), strict=True)
-        }
+        """chunk_id -> text for the chunks that exist. A chunk id names its paper and number (``PAPER::N``), so the
+        texts are sliced from the papers' records in one read; the chunk rows are read only for chunks a record
+        does not span (stores of the older formats, chunks whose record is missing). Every search reads the texts
+        of the chunks it shows."""
+        named = {cid: cid.rpartition("::") for cid in dict.fromkeys(chunk_ids)}
+        records = self._records({pid for pid, _, _ in named.values()})
+        texts: dict[str, str] = {}
+        rest = []
+        for cid, (pid, _, number) in named.items():
+            record = records.get(pid, {})
+            if number.isdigit() and int(number) < len(record.get(SPANS, ())) and ABSTRACT in record:
+                texts[cid] = chunk_text(record, int(number)) or ""
+            else:
+                rest.append(cid)
+        for page in self._by_ids("chunks", rest, ["documents", "metadatas"], "read chunks"):
+            texts.update(zip(page["ids"], self._chunk_texts_of(page["documents"], page["metadatas"]), strict=True))
+        return texts
 
     def query_chunks(self, vector: np.ndarray, n: int) -> list[ChunkMatch]:
         if not self._open(create=False):

@@ -34,6 +34,18 @@ ABSTRACT_REST = "abstract_rest"
 def record_metadata(paper: Paper, chunks: Sequence[Chunk], **figures: float) -> dict[str, Any]:
     """A paper's record as Chroma metadata; ``figures``: numbers kept with it (its profile's)."""
     fields = {
+        **_fields(paper),
+        ABSTRACT: paper.abstract,
+        SPANS: [[c.start, c.end] for c in sorted(chunks, key=lambda c: c.index)],
+        "n_chunks": len(chunks),
+        **figures,
+    }
+    return {"paper_id": paper.paper_id, RECORD: json.dumps(fields, ensure_ascii=False)}
+
+
+def _fields(paper: Paper) -> dict[str, Any]:
+    """A paper's fields but its id and abstract, as JSON values (lists, a missing year None)."""
+    return {
         "title": paper.title,
         "source": paper.source,
         "ordinal": paper.ordinal,
@@ -43,12 +55,7 @@ def record_metadata(paper: Paper, chunks: Sequence[Chunk], **figures: float) -> 
         "year": paper.year,
         "title_given": paper.title_given,
         "content_hash": paper.content_hash,
-        ABSTRACT: paper.abstract,
-        SPANS: [[c.start, c.end] for c in sorted(chunks, key=lambda c: c.index)],
-        "n_chunks": len(chunks),
-        **figures,
     }
-    return {"paper_id": paper.paper_id, RECORD: json.dumps(fields, ensure_ascii=False)}
 
 
 def unpack(meta: dict[str, Any] | None) -> dict[str, Any]:
@@ -96,18 +103,15 @@ def rebuild_abstract(rest: str, chunks: Iterable[tuple[int, str]]) -> str:
 
 
 def paper_to_metadata(paper: Paper) -> dict[str, Any]:
-    """A record's fields as flat keys (the older formats' layout; tests write such stores with it)."""
+    """A record's fields as flat keys (the older formats' layout; tests write such stores with it): Chroma
+    metadata values are scalars, so lists are JSON text and a missing year is -1."""
+    fields = _fields(paper)
     return {
         "paper_id": paper.paper_id,
-        "title": paper.title,
-        "source": paper.source,
-        "ordinal": paper.ordinal,
-        "authors": json.dumps(list(paper.authors), ensure_ascii=False),
-        "urls": json.dumps(list(paper.urls), ensure_ascii=False),
-        "venue": paper.venue,
+        **fields,
+        "authors": json.dumps(fields["authors"], ensure_ascii=False),
+        "urls": json.dumps(fields["urls"], ensure_ascii=False),
         "year": paper.year if paper.year is not None else -1,
-        "title_given": paper.title_given,
-        "content_hash": paper.content_hash,
     }
 
 
