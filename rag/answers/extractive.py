@@ -6,8 +6,9 @@ the question, each cited.
 * ``not_covered``: no retrieved paper is about what the question asks (a multi-paper question whose
   topic words no candidate mentions);
 * ``not_stated``: the question asks a detail of a paper that exists, but its abstract does not state it:
-  it never mentions a name the question gives (a benchmark, a model, a baseline), or the question asks
-  for a figure and no sentence gives one for what is asked;
+  it never mentions a name the question gives (a benchmark, a model, a baseline), the question asks for a
+  figure and no sentence gives one of the kind asked (a speed-up, an accuracy, a learning rate), or it asks
+  for a name ("which base LLM ...?") and the abstract names nothing but the paper itself;
 * ``answer``: the papers that qualify (for "which papers ..." questions, every one likely enough to be
   about the question's topic: rag/answers/membership.py) with their best evidence sentences.
 
@@ -61,6 +62,29 @@ _ASKS_FIGURE = re.compile(
     r"fraction|bitrate|perplexity|win rate|success rate|learning rate|batch size|hyperparameters?)\b",
     re.IGNORECASE,
 )
+# What a figure question asks for ("what wall-clock speed-up ...") and what a sentence must have to give that
+# kind of figure: a "2D" or "half precision" beside the paper's topic words is no speed-up.
+_FIGURE_KINDS = (
+    (re.compile(r"\b(?:accuracy|auroc|auc|score|f1|success rate|win rate|percentage|fraction|error rate|dice|ece)\b",
+                re.IGNORECASE),
+     re.compile(r"%|\bper ?cent\b|\bpoints?\b|\b(?:accuracy|auroc|auc|scores?|f1|success|win rates?|error|dice|ece)\b",
+                re.IGNORECASE)),
+    (re.compile(r"\b(?:speed-?ups?|throughput|latency)\b", re.IGNORECASE),
+     re.compile(r"\bspeed-?ups?\b|\bfaster\b|\bslower\b|\bthroughput\b|\blatency\b|\d\s*[x\u00d7](?!\w)|\u00d7|\btimes\b",
+                re.IGNORECASE)),
+    (re.compile(r"\b(?:learning rate|batch size|hyperparameters?)\b", re.IGNORECASE),
+     re.compile(r"\b(?:learning[- ]rates?|batch[- ]sizes?|hyperparameters?)\b", re.IGNORECASE)),
+    (re.compile(r"\b(?:bleu|rouge|fid|psnr|pesq|bitrate|perplexity)\b", re.IGNORECASE),
+     re.compile(r"\b(?:bleu|rouge|fid|psnr|pesq|bit-?rates?|perplexity|db)\b", re.IGNORECASE)),
+)
+# A question asking for a name ("Which base LLM did they use?", "What dataset ..."): the abstract must name one.
+_ASKS_NAME = re.compile(
+    r"^\W*(?:which|what)\s+(?:(?!(?:papers?|works?|studies|methods|approaches)\b)[\w-]+\s+){0,2}?"
+    r"(?:llms?|language models?|backbones?|base models?|datasets?|"
+    r"benchmarks?|baselines?|optimizers?|document collections?|corpus|corpora|simulators?)(?:\s+(?:llms?|models?))?\b",
+    re.IGNORECASE,
+)
+_SPELLED_OUT = re.compile(r"((?:[A-Z][\w-]*\s+){1,5})(\([A-Za-z]{2,8}\))")
 # Words that make a name descriptive: "SVM-style losses", "Adam-type optimizers", "ImageNet-size models".
 _DESCRIPTIVE_SUFFIX = re.compile(r"-(?:style|like|type|size|sized|scale|based|model|level|class)s?$", re.IGNORECASE)
 # What "how many" counts: the words after it, up to the verb.
@@ -216,12 +240,15 @@ class ExtractiveAnswerer:
         needs a sentence with a figure that is about what is asked.
         """
         asks_figure = asks_for_figure(question)
-        if not asks_figure and not names_paper(question, hit):
+        asked_name = asks_for_name(question)
+        if not asks_figure and not asked_name and not names_paper(question, hit):
             return ""  # a question that describes a paper in its own words asks for no particular detail
         abstract = hit.abstract or hit.text
         absent = [name for name in question_names(question) if not mentions(hit, name)]
         if absent:
             return "never mentions " + _join(absent)
+        if asked_name and not names_other_than(hit, question):
+            return f"names no {asked_name}"
         named = names_paper(question, hit)
         named_coverage = self.coverage(question, hit, known_only=True, ignore=self.asking_words) if named else 1.0
         if named_coverage < self.params.named_focus_coverage:
@@ -238,11 +265,19 @@ class ExtractiveAnswerer:
         counted = _COUNTED.search(question)
         target = set(self.analyze(counted.group(1))) if counted else set()
         focus = target or self.focus_terms(question, hit)
+        kind = asked_figure_kind(question)
         text = abstract
         for a, b in split_sentences(text):
             sentence = text[a:b]
-            if _FIGURE.search(_without_names(sentence)) and (not focus or focus & set(self.analyze(sentence))):
+            if not _FIGURE.search(_without_names(sentence)):
+                continue
+            if kind is not None:
+                if kind[1].search(sentence):
+                    return ""
+            elif not focus or focus & set(self.analyze(sentence)):
                 return ""
+        if kind is not None:
+            return f"gives no figure for the {kind[0]}"
         what = counted.group(1).strip() if counted and counted.group(1).strip() else "what is asked"
         return f"gives no figure for {what}"
 
@@ -347,11 +382,52 @@ def asks_for_figure(question: str) -> bool:
     """Does the question (or one of its parts) ask for a figure near its start ("how many ...", "what accuracy ...")?
 
     "Is there a method that decides how many ..." asks whether something exists, not for a figure."""
+    return bool(_figure_asked(question))
+
+
+def _figure_asked(question: str) -> list[re.Match[str]]:
+    """Where the question asks for a figure: near the start of one of its parts, or of a clause after a comma
+    ("In the mixed-precision VMC paper, what speed-up ...?")."""
     if _EXISTENCE.search(question) or counts_papers(question):
-        return False
+        return []
+    found = []
     for part in question_parts(question):
-        match = _ASKS_FIGURE.search(part)
-        if match and len(part[: match.start()].split()) <= 6:
+        for clause in (part, *(part[m.end():] for m in re.finditer(r",\s+", part))):
+            match = _ASKS_FIGURE.search(clause)
+            if match and len(clause[: match.start()].split()) <= 6:
+                found.append(match)
+                break
+    return found
+
+
+def asked_figure_kind(question: str) -> tuple[str, re.Pattern[str]] | None:
+    """What kind of figure "what ... <kind>" asks for ("speed-up" of "what wall-clock speed-up ...?") and the
+    pattern a sentence giving one matches; None for "how many ..." and figures of no known kind."""
+    for match in _figure_asked(question):
+        for asked, evidence in _FIGURE_KINDS:
+            if found := asked.search(match.group(0)):
+                return found.group(0).lower(), evidence
+    return None
+
+
+def asks_for_name(question: str) -> str:
+    """What a question asks the name of ("base LLM" of "Which base LLM did they use?"), or ""."""
+    for part in question_parts(question):
+        if match := _ASKS_NAME.match(part):
+            return " ".join(match.group(0).split()[1:])
+    return ""
+
+
+def names_other_than(hit: Hit, question: str) -> bool:
+    """Does the abstract name something (a model, a dataset: a coined name, an acronym, a capitalised word) other
+    than the paper itself and what the question names?"""
+    abstract = re.sub(r"https?://\S+", " ", hit.abstract or hit.text)
+    # A spelled-out acronym names a field, not a thing: "Large Language Models (LLMs)" is no model's name.
+    abstract = _SPELLED_OUT.sub(r"\2", abstract)
+    known = {n.lower().rstrip("s") for n in question_names(question)}
+    known |= {w.lower().rstrip("s") for w in re.findall(r"[\w-]+", hit.title)}
+    for a, b in split_sentences(abstract):
+        if any(name.lower().rstrip("s") not in known for name in question_names(abstract[a:b])):
             return True
     return False
 

@@ -127,3 +127,48 @@ def test_a_name_is_mentioned_as_written_in_the_singular_or_spelled_out(name, men
     paper = Paper(paper_id="p", source="s.txt", ordinal=1, title="Agents",
                   abstract="We evaluate graph neural networks as agents on ALFWorld and WebShop.")
     assert mentions(Hit.of_paper(paper, rank=1, score=1.0, text=paper.abstract), name) is mentioned
+
+
+def _sockets(abstract: str, title: str = "Sockets") -> Hit:
+    return Hit(rank=1, paper_id="p", title=title, score=1.0, source="s.txt", ordinal=1, text=abstract,
+               abstract=abstract)
+
+
+SLICES = ("Large Language Models (LLMs) serve requests on shared packet routers. We propose Sockets, adaptive "
+          "time slices for packet routing in half the memory. Sockets runs on 2D meshes of routers.")
+
+
+@pytest.mark.parametrize("question, missing", [
+    # The abstract's figures ("half", "2D") are no speed-up, and it names no model besides its own.
+    ("In the adaptive time slice paper, what wall-clock speed-up does packet routing get?", "speed-up"),
+    ("What learning rate and batch size were used to train the packet router?", "learning rate"),
+    ("Which base LLM does the adaptive time slice router use?", "base LLM"),
+    ("What throughput does the adaptive time slice router reach?", "throughput"),
+])
+def test_a_detail_of_a_described_paper_that_its_abstract_lacks_is_declined(retriever, question, missing):
+    plan = answerer(retriever).plan(question, [_sockets(SLICES)])
+    assert plan.kind == "not_stated" and missing in plan.missing, plan
+
+
+@pytest.mark.parametrize("question, abstract", [
+    ("In the adaptive time slice paper, what wall-clock speed-up does packet routing get?",
+     SLICES + " Routing runs 3.1x faster than fixed slices."),
+    ("What accuracy does the adaptive time slice router reach?",
+     SLICES + " It routes 97% of packets on time."),
+    ("Which base LLM does the adaptive time slice router use?",
+     SLICES + " We serve Llama-3-8B behind the routers."),
+    ("Which dataset does the adaptive time slice router use?",
+     SLICES + " We replay traces from the CAIDA archive."),
+])
+def test_the_same_detail_is_answered_where_the_abstract_gives_it(retriever, question, abstract):
+    plan = answerer(retriever).plan(question, [_sockets(abstract)])
+    assert plan.kind == "answer", plan.missing
+
+
+def test_the_name_asked_for_is_read_from_the_question():
+    from rag.answers.extractive import asked_figure_kind, asks_for_name
+
+    assert asks_for_name("Which backbone LLM does it improve?") == "backbone LLM"
+    assert asks_for_name("Which papers evaluate LLM agents on ALFWorld?") == ""
+    assert asked_figure_kind("For the VMC paper, what wall-clock speed-up does it give?")[0] == "speed-up"
+    assert asked_figure_kind("How many clients does FedSSM select?") is None
