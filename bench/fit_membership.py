@@ -10,7 +10,7 @@ all the other questions, then scored (macro precision and recall of the chosen s
 within one of the gold count), per file and beside the shipped weights.
 
     python bench/fit_membership.py data/eval/lists.jsonl ../shared/eval/dev2.jsonl data/eval/dev.jsonl \\
-        --data-dir DIR [--threshold 0.4]
+        --data-dir DIR [--threshold 0.4] [--relative 0.6]
 
 ``--data-dir``: the data folder of an index of the bundled corpus (``paperchat ingest``).
 """
@@ -36,10 +36,11 @@ class ListQuestion:
     features: np.ndarray
     labels: np.ndarray  # 1 where the candidate is in the gold list
     gold_count: int
+    named: np.ndarray  # 0 where the topic gives a name (ALFWorld) the candidate's abstract never mentions
 
 
 def load_questions(paths: list[Path], data_dir: str) -> list[ListQuestion]:
-    from rag.answers.extractive import ExtractiveAnswerer
+    from rag.answers.extractive import ExtractiveAnswerer, mentions, question_names
     from rag.answers.pipeline import PipelineConfig
     from rag.components import Components
     from rag.evaluation import load_dev
@@ -57,15 +58,20 @@ def load_questions(paths: list[Path], data_dir: str) -> list[ListQuestion]:
             hits = retriever.search(q.question, depth)
             gold = set(q.gold)
             labels = np.array([(h.source.split("/")[-1], h.ordinal) in gold for h in hits], dtype=int)
+            topic = answerer.list_topic(q.question)
+            names = question_names(topic)
+            named = np.array([not names or any(mentions(h, n) for n in names) for h in hits], dtype=float)
             out.append(ListQuestion(path.name, q.question, answerer.membership_features(q.question, hits), labels,
-                                    len(gold)))
+                                    len(gold), named))
     return out
 
 
-def choose(chance: np.ndarray, features: np.ndarray, threshold: float) -> list[int]:
-    """As ``ExtractiveAnswerer._choose_papers`` does (``membership.listed``), at ``threshold``."""
-    return listed(chance, features[:, FEATURES.index("topic_coverage")], replace(MembershipParams(),
-                                                                                  threshold=threshold))
+def choose(chance: np.ndarray, q: ListQuestion, threshold: float, relative: float) -> list[int]:
+    """As ``ExtractiveAnswerer._choose_papers`` does (``membership.listed``), at ``threshold`` and ``relative``
+    (the relative bar on the share of the topic's words); a paper that never mentions a name the topic gives is
+    not listed."""
+    return listed(chance * q.named, q.features[:, FEATURES.index("topic_coverage")],
+                  replace(MembershipParams(), threshold=threshold, relative_coverage=relative))
 
 
 def scores(q: ListQuestion, chosen: list[int]) -> tuple[float, float, bool]:
@@ -95,16 +101,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-dir", required=True, help="data folder of an index of the bundled corpus")
     parser.add_argument("--threshold", type=float, nargs="+", default=[MembershipParams().threshold],
                         help="the chance at which a paper is listed (several: each reported)")
+    parser.add_argument("--relative", type=float, nargs="+", default=[MembershipParams().relative_coverage],
+                        help="the relative bar on the share of the topic's words (several: each reported)")
     args = parser.parse_args(argv)
     questions = load_questions(args.files, args.data_dir)
     shipped = MembershipParams()
     held_out = [fit(questions[:i] + questions[i + 1:]) for i in range(len(questions))]
     for threshold in args.threshold:
-        report(questions, [choose(chances(q.features, shipped), q.features, threshold) for q in questions],
-               f"shipped weights, threshold {threshold}")
-        report(questions, [choose(chances(q.features, params), q.features, threshold)
-                           for q, params in zip(questions, held_out, strict=True)],
-               f"leave one question out (each chosen by a model that never saw it), threshold {threshold}")
+        for relative in args.relative:
+            report(questions, [choose(chances(q.features, shipped), q, threshold, relative) for q in questions],
+                   f"shipped weights, threshold {threshold}, relative bar {relative}")
+            report(questions, [choose(chances(q.features, params), q, threshold, relative)
+                               for q, params in zip(questions, held_out, strict=True)],
+                   f"leave one question out (each chosen by a model that never saw it), threshold {threshold}, "
+                   f"relative bar {relative}")
     final = fit(questions)
     print("fitted on all:", ", ".join(f"{name} {getattr(final, name):.2f}" for name in ("intercept", *FEATURES)))
 

@@ -8,7 +8,7 @@ the question, each cited.
 * ``not_stated``: the question asks a detail of a paper that exists, but its abstract does not state it:
   it never mentions a name the question gives (a benchmark, a model, a baseline), the question asks for a
   figure and no sentence gives one of the kind asked (a speed-up, an accuracy, a learning rate), or it asks
-  for a name ("which base LLM ...?") and the abstract names nothing but the paper itself;
+  which model the paper builds on ("which base LLM ...?") and the abstract names nothing but the paper itself;
 * ``answer``: the papers that qualify (for "which papers ..." questions, every one likely enough to be
   about the question's topic: rag/answers/membership.py) with their best evidence sentences.
 
@@ -77,11 +77,13 @@ _FIGURE_KINDS = (
     (re.compile(r"\b(?:bleu|rouge|fid|psnr|pesq|bitrate|perplexity)\b", re.IGNORECASE),
      re.compile(r"\b(?:bleu|rouge|fid|psnr|pesq|bit-?rates?|perplexity|db)\b", re.IGNORECASE)),
 )
-# A question asking for a name ("Which base LLM did they use?", "What dataset ..."): the abstract must name one.
+# A question asking which model a paper builds on ("Which base LLM did they use?"): the abstract must name one.
+# Models only: datasets and benchmarks are often described rather than named ("28 tabular datasets"), and the
+# description answers.
 _ASKS_NAME = re.compile(
     r"^\W*(?:which|what)\s+(?:(?!(?:papers?|works?|studies|methods|approaches)\b)[\w-]+\s+){0,2}?"
-    r"(?:llms?|language models?|backbones?|base models?|datasets?|"
-    r"benchmarks?|baselines?|optimizers?|document collections?|corpus|corpora|simulators?)(?:\s+(?:llms?|models?))?\b",
+    r"(?:llms?|(?:large |vision-)?language models?|backbones?|base models?|foundation models?|pre-?trained models?)"
+    r"(?:\s+(?:llms?|models?))?\b",
     re.IGNORECASE,
 )
 _SPELLED_OUT = re.compile(r"((?:[A-Z][\w-]*\s+){1,5})(\([A-Za-z]{2,8}\))")
