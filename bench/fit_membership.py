@@ -37,6 +37,7 @@ class ListQuestion:
     labels: np.ndarray  # 1 where the candidate is in the gold list
     gold_count: int
     named: np.ndarray  # 0 where the topic gives a name (ALFWorld) the candidate's abstract never mentions
+    keeps: np.ndarray  # [j, i]: candidate i has every key term of the topic that candidate j has (``key_terms``)
 
 
 def load_questions(paths: list[Path], data_dir: str) -> list[ListQuestion]:
@@ -61,17 +62,20 @@ def load_questions(paths: list[Path], data_dir: str) -> list[ListQuestion]:
             topic = answerer.list_topic(q.question)
             names = question_names(topic)
             named = np.array([not names or any(mentions(h, n) for n in names) for h in hits], dtype=float)
+            keeps = np.array([[answerer._with_key_terms(topic, hits, [j, i]) == [j, i] for i in range(len(hits))]
+                              for j in range(len(hits))], dtype=bool)
             out.append(ListQuestion(path.name, q.question, answerer.membership_features(q.question, hits), labels,
-                                    len(gold), named))
+                                    len(gold), named, keeps))
     return out
 
 
 def choose(chance: np.ndarray, q: ListQuestion, threshold: float, relative: float) -> list[int]:
     """As ``ExtractiveAnswerer._choose_papers`` does (``membership.listed``), at ``threshold`` and ``relative``
     (the relative bar on the share of the topic's words); a paper that never mentions a name the topic gives is
-    not listed."""
-    return listed(chance * q.named, q.features[:, FEATURES.index("topic_coverage")],
-                  replace(MembershipParams(), threshold=threshold, relative_coverage=relative))
+    not listed, nor one without the key terms of the likeliest (``ExtractiveAnswerer.key_terms``)."""
+    chosen = listed(chance * q.named, q.features[:, FEATURES.index("topic_coverage")],
+                    replace(MembershipParams(), threshold=threshold, relative_coverage=relative))
+    return [chosen[0], *(i for i in chosen[1:] if q.keeps[chosen[0], i])]
 
 
 def scores(q: ListQuestion, chosen: list[int]) -> tuple[float, float, bool]:

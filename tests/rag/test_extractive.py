@@ -3,6 +3,7 @@ about a named paper is declined."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from rag.answers.extractive import (
@@ -173,3 +174,41 @@ def test_the_name_asked_for_is_read_from_the_question():
     assert asks_for_name("Which papers evaluate LLM agents on ALFWorld?") == ""
     assert asked_figure_kind("For the VMC paper, what wall-clock speed-up does it give?")[0] == "speed-up"
     assert asked_figure_kind("How many clients does FedSSM select?") is None
+
+
+def _fl_hit(n: int, title: str, abstract: str) -> Hit:
+    return Hit(rank=n, paper_id=f"fl{n}", title=title, score=1.0, source="s.txt", ordinal=n, text=abstract,
+               abstract=abstract)
+
+
+FL_HITS = [
+    _fl_hit(1, "FedSpace", "We pick clients in federated learning with state space models of training dynamics."),
+    _fl_hit(2, "FedPrior", "Federated learning clients share a mixture prior for personalised preferences."),
+    _fl_hit(3, "FedGraph", "Federated graph learning trains across clients without sharing raw graph data."),
+    _fl_hit(4, "SpaceFed", "A state-space view of client drift in federated learning."),
+]
+
+
+def _rare_words_answerer() -> ExtractiveAnswerer:
+    # "state", "space", "smooth", "curvatur" as rare as a word two abstracts use; the rest common.
+    rare = {"state-space": 4.0, "state": 4.0, "space": 4.0, "smooth": 4.0, "curvatur": 4.0, "stale": 4.0}
+    return ExtractiveAnswerer(lambda texts: np.zeros((len(texts), 4)),
+                              idf=lambda t: 6.0 if t.startswith("\x00") else rare.get(t, 1.0))
+
+
+def test_a_list_keeps_only_papers_with_the_rare_words_of_its_topic():
+    answerer = _rare_words_answerer()
+    topic = "use state-space models to pick clients in federated learning"
+    assert answerer.key_terms(topic, FL_HITS[0]) == {"state-space", "state", "space"}
+    # FedPrior and FedGraph are about federated learning, not state-space models; SpaceFed uses the words.
+    assert answerer._with_key_terms(topic, FL_HITS, [0, 1, 2, 3]) == [0, 3]
+
+
+@pytest.mark.parametrize("topic", [
+    "use a generalized smoothness or curvature condition",  # alternatives: a paper uses one of them
+    "deal with pipeline training, where passes can see stale weights",  # a relative clause's words
+    "federated learning (e.g. with state-space models)",  # an aside's examples
+])
+def test_words_a_paper_about_the_topic_need_not_use_are_no_key_terms(topic):
+    hit = _fl_hit(1, "X", "Smoothness, curvature, stale weights and state space models in federated learning.")
+    assert _rare_words_answerer().key_terms(topic, hit) == set()
