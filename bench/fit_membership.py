@@ -62,8 +62,8 @@ def load_questions(paths: list[Path], data_dir: str) -> list[ListQuestion]:
             topic = answerer.list_topic(q.question)
             names = question_names(topic)
             named = np.array([not names or any(mentions(h, n) for n in names) for h in hits], dtype=float)
-            keeps = np.array([[answerer._with_key_terms(topic, hits, [j, i]) == [j, i] for i in range(len(hits))]
-                              for j in range(len(hits))], dtype=bool)
+            keys = [answerer.key_terms(topic, h) for h in hits]  # each candidate's, were it the likeliest
+            keeps = np.array([[answerer.uses_all(h, key) for h in hits] for key in keys], dtype=bool)
             out.append(ListQuestion(path.name, q.question, answerer.membership_features(q.question, hits), labels,
                                     len(gold), named, keeps))
     return out

@@ -339,10 +339,12 @@ class ExtractiveAnswerer:
         key = self.key_terms(topic, hits[chosen[0]])
         if not key:
             return chosen
-        def has_all(hit: Hit) -> bool:
-            present = set(self.analyze(hit.abstract or hit.text))
-            return all(_present(t, present, self.analyze) for t in key)
-        return [chosen[0], *(i for i in chosen[1:] if has_all(hits[i]))]
+        return [chosen[0], *(i for i in chosen[1:] if self.uses_all(hits[i], key))]
+
+    def uses_all(self, hit: Hit, terms: set[str]) -> bool:
+        """Does the abstract use every one of these analysed ``terms`` (hyphenated ones by their parts too)?"""
+        present = set(self.analyze(hit.abstract or hit.text))
+        return all(_present(t, present, self.analyze) for t in terms)
 
     @staticmethod
     def list_topic(question: str) -> str:
