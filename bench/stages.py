@@ -490,6 +490,74 @@ class NoEmbedder:
         raise RuntimeError("synthetic stores are searched with precomputed vectors only")
 
 
+def _memory_mb() -> dict[str, float]:
+    """This process's resident memory now: all of it, and the private part (RssAnon: what the kernel cannot
+    drop; file-backed pages such as a mapped vector table can be)."""
+    found = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            key = line.split(":")[0]
+            if key in ("VmRSS", "RssAnon", "RssFile"):
+                found[key] = round(int(line.split()[1]) / 1024, 1)
+    return found
+
+
+def stage_rebuild(args) -> None:
+    """A first refresh that rebuilds everything derived from the store (chunk BM25, paper BM25, vector table),
+    as a process does after an ingest: time and memory per step. Built into a temporary folder, so the
+    store's own derived indexes are left as they are. Private memory (RssAnon) is sampled every 0.2 s, since
+    ``ru_maxrss`` also counts file pages the kernel may drop."""
+    import tempfile
+    import threading
+
+    from rag.retrieval.hybrid import HybridRetriever
+    from store.bm25 import LexicalIndex
+    from store.chroma import ChromaStore
+    from store.layout import chroma_dir
+
+    store = ChromaStore(path=chroma_dir(args.data_dir), collection=args.collection or COLLECTION)
+    generation = store.generation()
+    folder = Path(tempfile.mkdtemp(prefix="paperchat-rebuild-"))
+    retriever = HybridRetriever(store, NoEmbedder(), LexicalIndex(folder / "lexical"))
+    peak_private = [0.0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.2):
+            peak_private[0] = max(peak_private[0], _memory_mb().get("RssAnon", 0.0))
+
+    steps = []
+
+    def measured(build, name):
+        def run(*a, **k):
+            before, started = _memory_mb(), time.perf_counter()
+            out = build(*a, **k)
+            steps.append({"step": name, "seconds": round(time.perf_counter() - started, 1), "rss_before_mb":
+                          before.get("VmRSS"), "rss_after_mb": _memory_mb().get("VmRSS"),
+                          "peak_rss_so_far_mb": round(maxrss_mb(), 1), "peak_private_so_far_mb": peak_private[0]})
+            print(json.dumps(steps[-1]), file=sys.stderr, flush=True)
+            return out
+        return run
+
+    retriever.lexical.build = measured(retriever.lexical.build, "chunk BM25")
+    if retriever.paper_lexical is not None:
+        retriever.paper_lexical.build = measured(retriever.paper_lexical.build, "paper BM25")
+    retriever.vectors.build = measured(retriever.vectors.build, "vector table")
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        seconds, _ = timed(retriever.refresh)
+    finally:
+        done.set()
+        sampler.join()
+        shutil.rmtree(folder, ignore_errors=True)
+    emit({"stage": "rebuild", "data_dir": str(args.data_dir), "generation": generation,
+          "chunks": retriever.vectors.chunk_count, "papers": len(retriever.vectors.paper_ids),
+          "refresh_s": round(seconds, 1), "steps": steps, "peak_private_mb": peak_private[0],
+          "memory_at_end_mb": _memory_mb(), "load_average": [round(x, 1) for x in os.getloadavg()],
+          "code": code_under_test()})
+
+
 def _random_unit(rng, n: int, dim: int) -> np.ndarray:
     vectors = rng.standard_normal((n, dim)).astype(np.float32)
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -721,6 +789,11 @@ def main(argv=None) -> None:
                    help="search the store through a `chroma run --path DATA_DIR/chroma` server at this host")
     p.add_argument("--chroma-port", type=int, default=8000)
     p.set_defaults(func=stage_search)
+
+    p = common(sub.add_parser("rebuild"), cache=False)
+    p.add_argument("--data-dir", type=Path, required=True, help="a built index (e.g. a synthetic-build store)")
+    p.add_argument("--collection", default=None)
+    p.set_defaults(func=stage_rebuild)
 
     p = common(sub.add_parser("synthetic-build"), cache=False)
     p.add_argument("--chunks", type=int, required=True)

@@ -11,6 +11,7 @@ store.layout.
 from __future__ import annotations
 
 import json
+import math
 import re
 from array import array
 from collections.abc import Iterable, Sequence
@@ -138,19 +139,24 @@ class LexicalIndex:
 
         chunk_ids: list[str] = []
         paper_ids: list[str] = []
-        # Each text as token ids in a compact array, with our own vocabulary: given token lists, bm25s keeps a
+        # Every text's token ids in one compact array, with our own vocabulary: given token lists, bm25s keeps a
         # list of ids beside each list of tokens (16 bytes a token), GBs at a million chunks.
         vocabulary: dict[str, int] = {}
-        corpus: list[array] = []
+        tokens = array("i")
+        lengths = array("q")
         for chunk_id, paper_id, text in rows:
             chunk_ids.append(chunk_id)
             paper_ids.append(paper_id)
-            tokens = self.analyze(text) or ["\u2205"]  # bm25s rejects empty documents
-            corpus.append(array("i", [vocabulary.setdefault(t, len(vocabulary)) for t in tokens]))
-        bm25 = bm25s.BM25(k1=self.params.k1, b=self.params.b)
-        if corpus:
-            bm25.index((corpus, vocabulary), show_progress=False)
-        self._bm25 = bm25 if corpus else None
+            analysed = self.analyze(text) or ["\u2205"]  # as bm25s would have it: no empty documents
+            tokens.extend([vocabulary.setdefault(t, len(vocabulary)) for t in analysed])
+            lengths.append(len(analysed))
+        bm25 = None
+        if chunk_ids:
+            bm25 = bm25s.BM25(k1=self.params.k1, b=self.params.b)
+            scores = bm25_matrix(np.frombuffer(tokens, dtype=np.int32), np.frombuffer(lengths, dtype=np.int64),
+                                 len(vocabulary), k1=self.params.k1, b=self.params.b)
+            adopt_matrix(bm25, scores, vocabulary)
+        self._bm25 = bm25
         self.chunk_ids, self.paper_ids, self.generation = chunk_ids, paper_ids, generation
         self.titles = dict(titles or {})
         self.authors = {pid: list(names) for pid, names in (authors or {}).items() if names}
@@ -223,6 +229,80 @@ class LexicalIndex:
         rows = np.argpartition(-scores, n - 1)[:n]
         rows = rows[np.argsort(-scores[rows], kind="stable")]
         return [(int(r), float(scores[r])) for r in rows if scores[r] > 0]
+
+
+def bm25_matrix(tokens: np.ndarray, lengths: np.ndarray, n_vocab: int, *, k1: float, b: float,
+                block_tokens: int = 1 << 18) -> dict:
+    """bm25s's score matrix (``BM25.scores``: CSC, a column per token, rows = documents in order) for documents
+    given as one array of token ids (``tokens``, document after document, ``lengths`` each), as bm25s's own
+    "lucene" build makes it, value for value (tests/store/test_bm25_matrix.py).
+
+    Built in blocks of documents, twice over (document frequencies, then scores written into place), so that
+    besides the result (8 bytes a distinct token of a document) only one block's pairs are held: bm25s's build
+    holds several copies of every (document, token) pair, 7 GB over a 1 GB result at a million chunks, and
+    counts each document's tokens in Python."""
+    n_docs = len(lengths)
+    starts = np.zeros(n_docs + 1, dtype=np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    average = lengths.mean()  # a float64 scalar, as in bm25s: the arithmetic below is done in float64 as there
+    blocks = _document_blocks(starts, block_tokens)
+    frequency = np.zeros(n_vocab, dtype=np.int64)
+    for first, last in blocks:
+        _docs, block_tokens_, _tf = _pairs(tokens, starts, first, last, n_vocab)
+        frequency += np.bincount(block_tokens_, minlength=n_vocab)
+    idf = np.zeros(n_vocab, dtype=np.float32)
+    seen = frequency > 0
+    distinct, which = np.unique(frequency[seen], return_inverse=True)  # math.log per value, as bm25s computes it
+    idf[seen] = np.array([math.log(1 + (n_docs - f + 0.5) / (f + 0.5)) for f in distinct.tolist()],
+                         dtype=np.float32)[which]
+    indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+    np.cumsum(frequency, out=indptr[1:])
+    data = np.empty(int(indptr[-1]), dtype=np.float32)
+    indices = np.empty(int(indptr[-1]), dtype=np.int32)
+    cursor = indptr[:-1].copy()  # where each token's next document goes
+    for first, last in blocks:
+        docs, block_tokens_, tf = _pairs(tokens, starts, first, last, n_vocab)
+        order = np.argsort(block_tokens_, kind="stable")  # by token, documents still in order within one
+        docs, block_tokens_, tf = docs[order], block_tokens_[order], tf[order].astype(np.float64)
+        counts = np.bincount(block_tokens_, minlength=n_vocab)
+        group = np.cumsum(counts) - counts
+        place = cursor[block_tokens_] + (np.arange(len(docs)) - group[block_tokens_])
+        saturation = tf / (k1 * ((1 - b) + b * lengths[docs] / average) + tf)
+        data[place] = idf[block_tokens_] * saturation
+        indices[place] = docs
+        cursor += counts
+    return {"data": data, "indices": indices, "indptr": indptr, "num_docs": n_docs}
+
+
+def _document_blocks(starts: np.ndarray, block_tokens: int) -> list[tuple[int, int]]:
+    """Runs of whole documents of about ``block_tokens`` tokens each."""
+    blocks, first, n_docs = [], 0, len(starts) - 1
+    while first < n_docs:
+        last = int(np.searchsorted(starts, starts[first] + block_tokens, side="right")) - 1
+        last = min(max(last, first + 1), n_docs)
+        blocks.append((first, last))
+        first = last
+    return blocks
+
+
+def _pairs(tokens: np.ndarray, starts: np.ndarray, first: int, last: int,
+           n_vocab: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Documents ``first:last``'s distinct (document, token) pairs, ordered by document then token, with counts."""
+    span = tokens[starts[first] : starts[last]].astype(np.int64)
+    docs = np.repeat(np.arange(first, last, dtype=np.int64), np.diff(starts[first : last + 1]))
+    keys, tf = np.unique(docs * n_vocab + span, return_counts=True)
+    return (keys // n_vocab).astype(np.int32), (keys % n_vocab).astype(np.int64), tf
+
+
+def adopt_matrix(bm25, scores: dict, vocabulary: dict[str, int]) -> None:
+    """Give a ``bm25s.BM25`` a matrix built by ``bm25_matrix``, as its ``index`` would have set it."""
+    vocab = dict(vocabulary)
+    if "" not in vocab:
+        vocab[""] = max(vocab.values()) + 1  # bm25s's empty token
+    bm25.scores = scores
+    bm25.vocab_dict = vocab
+    bm25.nonoccurrence_array = None
+    bm25.unique_token_ids_set = set(vocab.values())
 
 
 HEADS = "title+authors"

@@ -14,6 +14,8 @@ Chunk rows are grouped by paper: paper ``i``'s chunks are rows ``starts[i]:start
 from __future__ import annotations
 
 import json
+import tempfile
+from array import array as typed_array
 from pathlib import Path
 
 import numpy as np
@@ -40,62 +42,30 @@ class VectorTable:
         self.owner = np.repeat(np.arange(len(paper_ids)), np.diff(np.asarray(self.starts)))
 
     def build(self, store, generation: int) -> None:
-        """Read every vector from the store and save them."""
-        paper_ids: list[str] = []
-        profiles, norms, weights = [], [], []
-        for ids, vectors, metas in store.iter_vectors("papers"):
-            paper_ids.extend(ids)
-            profiles.append(vectors)
-            # Papers written without a profile: the unit centroid, half the weight (store.write_paper).
-            norms.extend(float(m.get("profile_norm", 0.5)) for m in metas)
-            weights.extend(float(m.get("chunk_weight", 0.5)) for m in metas)
-        rows = {pid: i for i, pid in enumerate(paper_ids)}
-        by_paper: list[list[tuple[int, str, np.ndarray]]] = [[] for _ in paper_ids]
-        for ids, vectors, _metas in store.iter_vectors("chunks"):
-            for cid, vector in zip(ids, vectors, strict=True):
-                pid, _, number = cid.rpartition("::")
-                if pid in rows:  # chunks of a paper whose record is missing are an unfinished write
-                    by_paper[rows[pid]].append((int(number) if number.isdigit() else 0, cid, vector))
-        dimension = next((v.shape[1] for v in profiles if v.ndim == 2 and v.shape[1]), 0)
-        starts = np.zeros(len(paper_ids) + 1, dtype=np.int64)
-        chunk_ids: list[str] = []
-        chunk_rows: list[np.ndarray] = []
-        for i, items in enumerate(by_paper):
-            items.sort(key=lambda item: item[0])
-            chunk_ids.extend(cid for _n, cid, _v in items)
-            chunk_rows.extend(v for _n, _cid, v in items)
-            starts[i + 1] = starts[i] + len(items)
-        self._adopt(paper_ids, chunk_ids, {
-            "chunks": np.vstack(chunk_rows).astype(np.float32) if chunk_rows else np.zeros((0, dimension), np.float32),
-            "profiles": np.vstack(profiles).astype(np.float32) if profiles else np.zeros((0, dimension), np.float32),
-            "norms": np.asarray(norms, dtype=np.float32),
-            "chunk_weights": np.asarray(weights, dtype=np.float32),
-            "starts": starts,
-        }, generation)
-        self._save()
+        """Read every vector from the store, save them and map the saved files.
 
-    def _save(self) -> None:
-        paper_ids = self.paper_ids
-
-        def fill(tmp: Path) -> None:
-            for name in VECTOR_ARRAYS:
-                np.save(tmp / f"{name}.npy", getattr(self, name), allow_pickle=False)
-            (tmp / IDS_FILE).write_text(json.dumps({"papers": paper_ids, "chunks": self.chunk_ids}))
-            (tmp / STATE_FILE).write_text(json.dumps(
-                {"format": VECTORS_FORMAT, "generation": self.generation, "papers": len(paper_ids)}
-            ))
-
-        save_folder_atomically(self.folder, fill, optional=True)
+        The vectors go from the store's pages to files as they are read, and are searched from the mapped files:
+        at a million chunks, holding them (and a sorted copy) in memory was GBs of a first refresh's peak. A data
+        folder that cannot be written gets a table built in a temporary folder and loaded into memory."""
+        save_folder_atomically(self.folder, lambda tmp: _write_table(store, tmp, generation), optional=True)
+        if self.load(generation):
+            return
+        with tempfile.TemporaryDirectory(prefix="paperchat-vectors-") as tmp:
+            _write_table(store, Path(tmp), generation)
+            self._load_from(Path(tmp), generation, mmap=False)
 
     def load(self, generation: int) -> bool:
         """Map the saved table if it was built at ``generation``; False when missing, stale or damaged."""
+        return self._load_from(self.folder, generation, mmap=True)
+
+    def _load_from(self, folder: Path, generation: int, *, mmap: bool) -> bool:
         try:
-            state = json.loads((self.folder / STATE_FILE).read_text())
+            state = json.loads((folder / STATE_FILE).read_text())
             if state.get("format") != VECTORS_FORMAT or state.get("generation") != generation:
                 return False
-            ids = json.loads((self.folder / IDS_FILE).read_text())
+            ids = json.loads((folder / IDS_FILE).read_text())
             arrays = {
-                name: np.load(self.folder / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+                name: np.load(folder / f"{name}.npy", mmap_mode="r" if mmap else None, allow_pickle=False)
                 for name in VECTOR_ARRAYS
             }
         except (OSError, ValueError, KeyError, TypeError):
@@ -169,3 +139,73 @@ def _top_columns(matrix: np.ndarray, n: int) -> np.ndarray:
         return np.tile(np.arange(matrix.shape[1]), (matrix.shape[0], 1))
     return np.argpartition(-matrix, n - 1, axis=1)[:, :n]
 
+
+_COPY_ROWS = 65536  # rows copied at a time from a raw file to the saved array
+
+
+def _write_table(store, folder: Path, generation: int) -> None:
+    """Write the table's files (``VECTOR_ARRAYS`` as .npy, the ids, the state) into ``folder``, reading the store
+    page by page: the vectors go to raw files as they come and are then copied, chunks grouped by paper, into
+    the saved arrays, so memory holds the ids and a few pages of vectors, never the table."""
+    paper_ids: list[str] = []
+    norms: list[float] = []
+    weights: list[float] = []
+    dimension = 0
+    with open(folder / "profiles.raw", "wb") as raw:
+        for ids, vectors, metas in store.iter_vectors("papers"):
+            paper_ids.extend(ids)
+            dimension = dimension or _width(vectors)
+            raw.write(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+            # Papers written without a profile: the unit centroid, half the weight (store.write_paper).
+            norms.extend(float(m.get("profile_norm", 0.5)) for m in metas)
+            weights.extend(float(m.get("chunk_weight", 0.5)) for m in metas)
+    rows = {pid: i for i, pid in enumerate(paper_ids)}
+    read_ids: list[str] = []
+    owners = typed_array("q")  # each chunk's paper row; -1: its paper has no record (an unfinished write)
+    numbers = typed_array("q")
+    with open(folder / "chunks.raw", "wb") as raw:
+        for ids, vectors, _metas in store.iter_vectors("chunks"):
+            dimension = dimension or _width(vectors)
+            for cid in ids:
+                pid, _, number = cid.rpartition("::")
+                owners.append(rows.get(pid, -1))
+                numbers.append(int(number) if number.isdigit() else 0)
+            read_ids.extend(ids)
+            raw.write(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+    owner = np.frombuffer(owners, dtype=np.int64) if owners else np.zeros(0, np.int64)
+    number = np.frombuffer(numbers, dtype=np.int64) if numbers else np.zeros(0, np.int64)
+    kept = np.flatnonzero(owner >= 0)
+    order = kept[np.lexsort((number[kept], owner[kept]))]  # by paper, then by chunk number (stable)
+    starts = np.zeros(len(paper_ids) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner[kept], minlength=len(paper_ids)), out=starts[1:])
+    _copy_rows(folder / "chunks.raw", len(read_ids), dimension, order, folder / "chunks.npy")
+    _copy_rows(folder / "profiles.raw", len(paper_ids), dimension, None, folder / "profiles.npy")
+    np.save(folder / "norms.npy", np.asarray(norms, dtype=np.float32), allow_pickle=False)
+    np.save(folder / "chunk_weights.npy", np.asarray(weights, dtype=np.float32), allow_pickle=False)
+    np.save(folder / "starts.npy", starts, allow_pickle=False)
+    chunk_ids = [read_ids[i] for i in order.tolist()]
+    (folder / IDS_FILE).write_text(json.dumps({"papers": paper_ids, "chunks": chunk_ids}))
+    (folder / STATE_FILE).write_text(json.dumps(
+        {"format": VECTORS_FORMAT, "generation": generation, "papers": len(paper_ids)}
+    ))
+
+
+def _width(vectors: np.ndarray) -> int:
+    return int(vectors.shape[1]) if vectors.ndim == 2 else 0
+
+
+def _copy_rows(raw_path: Path, n: int, dimension: int, order: np.ndarray | None, target: Path) -> None:
+    """Save the raw float32 file's ``n`` rows as a .npy array (``order``: which rows, in which order; None: all
+    as they are), a block of rows at a time, then delete the raw file."""
+    count = n if order is None else len(order)
+    header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)), "fortran_order": False,
+              "shape": (count, dimension)}
+    with open(target, "wb") as out:
+        np.lib.format.write_array_header_1_0(out, header)
+        if count and dimension:
+            source = np.memmap(raw_path, dtype=np.float32, mode="r", shape=(n, dimension))
+            for first in range(0, count, _COPY_ROWS):
+                rows = slice(first, first + _COPY_ROWS) if order is None else order[first : first + _COPY_ROWS]
+                out.write(np.ascontiguousarray(source[rows]).tobytes())
+            del source
+    raw_path.unlink()
