@@ -59,7 +59,8 @@ _COUNT_PAPERS = re.compile(r"\bhow many (?:[\w-]+ ){0,2}?(?:papers|works|abstrac
 _ASKS_FIGURE = re.compile(
     r"\bhow (?:many|much|long|large|big|fast|often)\b|\bby how\b|\bnumber of\b|\bwhat (?:[\w-]+ ){0,3}?(?:accuracy|"
     r"auroc|auc|score|f1|bleu|rouge|speed-?ups?|throughput|latency|ece|fid|dice|psnr|pesq|error rate|percentage|"
-    r"fraction|bitrate|perplexity|win rate|success rate|learning rate|batch size|hyperparameters?)\b",
+    r"fraction|bitrate|perplexity|win rate|success rate|learning rate|batch size|hyperparameters?|values?|"
+    r"thresholds?)\b",
     re.IGNORECASE,
 )
 # What a figure question asks for ("what wall-clock speed-up ...") and what a sentence must have to give that
@@ -392,13 +393,15 @@ class ExtractiveAnswerer:
         parts = question_parts(question) if n > 1 else [question]
         vectors = self.embedder.embed([*parts, *sentences])
         sentence_terms = [set(self.analyze(s)) for s in sentences]
+        # The paper's own name picks the paper, not the sentence: its opening names it, the answer may not.
+        name_terms = set(self.analyze(hit.title)) if len(hit.title.split()) <= 2 else set()
         penalties = sentence_penalties(question, sentences, links=self.params.boilerplate_penalty,
                                            background=self.params.background_penalty)
         chosen: list[int] = []
         # One best sentence per part of a compound question ("which X ..., and how many Y ..."), then the rest.
         part_scores = []
         for index, part in enumerate(parts):
-            terms = set(self.analyze(part))
+            terms = set(self.analyze(part)) - name_terms
             overlap = np.array([len(terms & st) / max(len(terms), 1) for st in sentence_terms])
             part_scores.append(vectors[len(parts):] @ vectors[index] + self.params.lexical_weight * overlap
                                - penalties)
@@ -540,7 +543,9 @@ def _initials(text: str) -> set[str]:
 
 def _without_names(sentence: str) -> str:
     """The sentence without tokens whose digits are part of a name (GPT-4o, Qwen2.5, L2)."""
-    return " ".join(t for t in sentence.split() if not (t[:1].isalpha() and any(c.isdigit() for c in t)))
+    # A name in brackets or quotes is still a name: "(T$^2$PO)", "(GPT-4o)".
+    return " ".join(t for t in sentence.split()
+                    if not (t.lstrip("([{\"'")[:1].isalpha() and any(c.isdigit() for c in t)))
 
 
 def _join(items: Sequence[str]) -> str:

@@ -167,6 +167,30 @@ def test_the_same_detail_is_answered_where_the_abstract_gives_it(retriever, ques
     assert plan.kind == "answer", plan.missing
 
 
+NAMED = ("Packet routers drop packets under bursts. We propose R2-Sock, adaptive time slices for packet routers "
+         "(R2-Sock), trained on campus traces. Slices are scored by the Mahalanobis distance of their queue lengths.")
+
+
+def test_a_threshold_or_value_asked_for_needs_a_figure_and_a_bracketed_name_is_none(retriever):
+    # "(R2-Sock)" is the paper's name in brackets, not a figure: nothing here gives the value asked for.
+    plan = answerer(retriever).plan("What threshold value does R2-Sock use to score the time slices?",
+                                    [_sockets(NAMED, title="R2-Sock")])
+    assert plan.kind == "not_stated" and "no figure" in plan.missing, plan
+    given = NAMED + " A slice is dropped above a threshold of 3.5 standard deviations."
+    plan = answerer(retriever).plan("What threshold value does R2-Sock use to score the time slices?",
+                                    [_sockets(given, title="R2-Sock")])
+    assert plan.kind == "answer", plan.missing
+
+
+def test_the_papers_own_name_does_not_pick_the_sentence(retriever):
+    # "R2-Sock" matches the sentence that names the paper better than the one that answers.
+    one = ExtractiveAnswerer(retriever.embedder, ExtractiveParams(sentences_single=1, lexical_weight=2.0),
+                             idf=retriever.idf)
+    abstract = "We propose R2-Sock (R2-Sock) for R2-Sock routers. Slices are scored by their Mahalanobis distance."
+    plan = one.plan("How does R2-Sock score slices?", [_sockets(abstract, title="R2-Sock")])
+    assert plan.papers[0].sentences == ["Slices are scored by their Mahalanobis distance."]
+
+
 def test_the_name_asked_for_is_read_from_the_question():
     from rag.answers.extractive import asked_figure_kind, asks_for_name
 
