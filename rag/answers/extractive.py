@@ -109,6 +109,10 @@ _FIGURE = re.compile(
     r"hundreds?|thousands?|millions?|billions?|dozens?|twice|half|double|triple|tenfold|several)\b",
     re.IGNORECASE,
 )
+# A leading clause that says which paper the question is about ("In the emotion circuits study on LLMs, what
+# dataset ..."): it picks the paper, not the sentence that answers.
+_PAPER_LEAD = re.compile(r"^\s*(?:so,?\s+|and\s+)?(?:in|for|from|regarding|about|on)\s+(?:the\s+)?[^,?]{3,80}?"
+                         r"\b(?:paper|study|work|article|abstract)\b[^,?]{0,40},\s*", re.IGNORECASE)
 _WORD_TOKEN = re.compile(r"[A-Za-z0-9][\w-]*[A-Za-z0-9]|[A-Za-z]")
 
 
@@ -390,7 +394,8 @@ class ExtractiveAnswerer:
         if not spans:
             return []
         sentences = [text[a:b] for a, b in spans]
-        parts = question_parts(question) if n > 1 else [question]
+        parts = [_PAPER_LEAD.sub("", part, count=1) or part
+                 for part in (question_parts(question) if n > 1 else [question])]
         vectors = self.embedder.embed([*parts, *sentences])
         sentence_terms = [set(self.analyze(s)) for s in sentences]
         # The paper's own name picks the paper, not the sentence: its opening names it, the answer may not.

@@ -191,6 +191,16 @@ def test_the_papers_own_name_does_not_pick_the_sentence(retriever):
     assert plan.papers[0].sentences == ["Slices are scored by their Mahalanobis distance."]
 
 
+def test_a_leading_clause_naming_the_study_does_not_pick_the_sentence(retriever):
+    # "In the ... study," says which paper; its words match the sentence that describes the study, not the answer.
+    one = ExtractiveAnswerer(retriever.embedder, ExtractiveParams(sentences_single=1, lexical_weight=2.0),
+                             idf=retriever.idf)
+    abstract = ("This study of adaptive packet routers is the first of its kind. "
+                "Slices are scored by their Mahalanobis distance.")
+    plan = one.plan("In the adaptive packet routers study, how are slices scored?", [_sockets(abstract)])
+    assert plan.papers[0].sentences == ["Slices are scored by their Mahalanobis distance."]
+
+
 def test_the_name_asked_for_is_read_from_the_question():
     from rag.answers.extractive import asked_figure_kind, asks_for_name
 
