@@ -152,6 +152,7 @@ class AnswerPlan:
     count: bool = False  # "how many papers ...": the answer says how many qualify
     closest: float = 0.0  # a list's papers: the cosine of the sentence (or title) closest to its topic
     covered: float = 0.0  # a list's likeliest paper: the share of the topic's words its abstract uses
+    named: bool = False  # a list's topic gives a name (a benchmark, a model) that its papers' abstracts mention
 
     @property
     def refused(self) -> bool:
@@ -217,7 +218,7 @@ class ExtractiveAnswerer:
         count = counts_papers(question)
         # "What does PoLar evaluate on, and which prior approaches does it beat?" asks about PoLar, not for a list.
         multi = is_multi_paper_question(question) and (count or not any(names_paper(question, h) for h in hits))
-        chosen, closest, covered = self._choose_papers(question, hits, multi)
+        chosen, closest, covered, named = self._choose_papers(question, hits, multi)
         if not chosen:
             return AnswerPlan("not_covered", multi=multi)
         # "Which papers ..., and how much does it help?" with one paper that qualifies is a question about it.
@@ -235,7 +236,7 @@ class ExtractiveAnswerer:
             missing = self.unstated(question, hits[papers[0].index])
             if missing:
                 return AnswerPlan("not_stated", papers[:1], multi=False, missing=missing)
-        return AnswerPlan("answer", papers, multi=multi, count=count, closest=closest, covered=covered)
+        return AnswerPlan("answer", papers, multi=multi, count=count, closest=closest, covered=covered, named=named)
 
     def write(self, plan: AnswerPlan, hits: Sequence[Hit]) -> str:
         """The plan's evidence as a cited answer: one line a paper for several papers, else the sentences."""
@@ -302,26 +303,29 @@ class ExtractiveAnswerer:
         what = counted.group(1).strip() if counted and counted.group(1).strip() else "what is asked"
         return f"gives no figure for {what}"
 
-    def _choose_papers(self, question: str, hits: Sequence[Hit], multi: bool) -> tuple[list[int], float, float]:
+    def _choose_papers(self, question: str, hits: Sequence[Hit],
+                       multi: bool) -> tuple[list[int], float, float, bool]:
         """The papers that answer (indexes into ``hits``), and for a list the similarity of its sentence closest
-        to the topic and the likeliest paper's share of the topic's words (``AnswerPlan.closest``, ``covered``):
+        to the topic, the likeliest paper's share of the topic's words and whether the topic names something they
+        mention (``AnswerPlan.closest``, ``covered``, ``named``):
         the top one for a single-paper question; for "which
         papers ...", every candidate whose chance of being about the question's topic reaches the threshold
         (rag/answers/membership.py), most likely first, or else the most likely one. A name the topic gives
         ("... evaluate on ALFWorld") must be in the abstract: no paper qualifies for it by meaning alone."""
         if not multi:
-            return [0], 0.0, 0.0
+            return [0], 0.0, 0.0, False
         params = self.params.membership
         topic = self.list_topic(question)
         features = self.topic_features(topic, hits)  # as deep as the caller searched
         chance = chances(features, params)
         names = question_names(topic)
+        mentioned = [any(mentions(h, n) for n in names) for h in hits] if names else []
         if names:  # "... evaluate on ALFWorld": no paper qualifies for a name by meaning alone
-            chance = np.where([any(mentions(h, n) for n in names) for h in hits], chance, 0.0)
+            chance = np.where(mentioned, chance, 0.0)
         coverage = features[:, FEATURES.index("topic_coverage")]
         chosen = self._with_key_terms(topic, hits, listed(chance, coverage, params))
         closest = float(max(features[i, FEATURES.index("closest_sentence")] for i in chosen))
-        return chosen, closest, float(coverage[chosen[0]])
+        return chosen, closest, float(coverage[chosen[0]]), bool(names) and mentioned[chosen[0]]
 
     def key_terms(self, topic: str, hit: Hit) -> set[str]:
         """The topic's rare words that ``hit`` (the likeliest paper) uses: words of its main clause ("state-space"

@@ -215,9 +215,10 @@ class AnswerPipeline:
             plan = self.extractive.plan(question, hits[: len(follow.pinned)] if follow.pinned else hits)
             # A list question's framing ("how many of the papers ..., and which ones?") dilutes its similarity to
             # any one abstract: a listed paper with a sentence that says its topic nearly in its words will do, or
-            # a likeliest paper whose abstract uses most of the topic's words (as ``_relevant`` asks of a question).
+            # a likeliest paper whose abstract uses most of the topic's words (as ``_relevant`` asks of a question),
+            # or papers that mention a name the topic gives ("evaluate LLM agents on the ALFWorld environment").
             if (not relevant and plan.closest < self.config.list_sentence_relevance
-                    and plan.covered < self.config.words_relevance):
+                    and plan.covered < self.config.words_relevance and not plan.named):
                 plan = None
         if plan is None or plan.kind == "not_covered":
             answer.answer = self._not_covered(hits)

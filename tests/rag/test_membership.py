@@ -126,3 +126,18 @@ def test_a_list_under_the_relevance_bar_is_answered_when_its_likeliest_paper_use
     no_words = PipelineConfig(min_relevance=1.0, relevance_margin=0.0, list_sentence_relevance=1.0,
                               words_relevance=1.01)
     assert AnswerPipeline(retriever, real_embedder, None, config=no_words).answer(question).refused
+
+
+def test_a_list_under_the_relevance_bar_is_answered_when_its_papers_mention_a_name_the_topic_gives(real_embedder):
+    from rag.answers.pipeline import AnswerPipeline, PipelineConfig
+
+    papers = [*PAPERS, _paper(5, "Quantized Agents", "We train small language-model agents with 4-bit weights and "
+                                 "evaluate them on ALFWorld, where they match full-precision agents.")]
+    retriever = FakeRetriever(papers, real_embedder)
+    # Similarity, a close sentence and the topic's words are all made not to pass: only the name can.
+    strict = PipelineConfig(min_relevance=1.0, relevance_margin=0.0, list_sentence_relevance=1.0,
+                            words_relevance=1.01)
+    pipeline = AnswerPipeline(retriever, real_embedder, None, config=strict)
+    answered = pipeline.answer("Which papers evaluate LLM agents on ALFWorld?")
+    assert not answered.refused and {c.title for c in answered.citations} == {"Quantized Agents"}
+    assert pipeline.answer("Which papers evaluate LLM agents on WebShop?").refused
