@@ -111,13 +111,13 @@ def test_how_many_papers_is_answered_with_the_count_and_each_paper_cited(retriev
 def test_which_papers_lists_those_that_mention_the_topic_not_the_top_ranked_one(retriever):
     """A paper ranked first on a flat list of scores is not listed when it never mentions what is asked."""
     hits = AGENT_HITS
-    chosen, _closest, _covered = answerer(retriever)._choose_papers(
+    chosen, _closest, _covered, named = answerer(retriever)._choose_papers(
         "Which papers evaluate agents on ALFWorld household tasks?", hits, multi=True)
-    assert sorted(hits[i].title for i in chosen) == ["Memo", "Plan"]
+    assert sorted(hits[i].title for i in chosen) == ["Memo", "Plan"] and named
     # When no paper qualifies, the likeliest one still answers (the relevance gate found it close enough).
-    chosen, _closest, _covered = answerer(retriever)._choose_papers(
+    chosen, _closest, _covered, named = answerer(retriever)._choose_papers(
         "Which papers study quantum error correction codes?", hits, multi=True)
-    assert len(chosen) == 1
+    assert len(chosen) == 1 and not named
 
 
 @pytest.mark.parametrize(("name", "mentioned"), [
