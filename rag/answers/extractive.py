@@ -153,6 +153,7 @@ class AnswerPlan:
     closest: float = 0.0  # a list's papers: the cosine of the sentence (or title) closest to its topic
     covered: float = 0.0  # a list's likeliest paper: the share of the topic's words its abstract uses
     named: bool = False  # a list's topic gives a name (a benchmark, a model) that its papers' abstracts mention
+    unused: tuple[str, ...] = ()  # a list's topic words that no abstract uses ("watermarking"), as written
 
     @property
     def refused(self) -> bool:
@@ -236,7 +237,10 @@ class ExtractiveAnswerer:
             missing = self.unstated(question, hits[papers[0].index])
             if missing:
                 return AnswerPlan("not_stated", papers[:1], multi=False, missing=missing)
-        return AnswerPlan("answer", papers, multi=multi, count=count, closest=closest, covered=covered, named=named)
+        asks_list = is_multi_paper_question(question)  # even when a single paper qualifies
+        unused = tuple(self.unused_words(self.list_topic(question))) if asks_list else ()
+        return AnswerPlan("answer", papers, multi=multi, count=count, closest=closest, covered=covered, named=named,
+                          unused=unused)
 
     def write(self, plan: AnswerPlan, hits: Sequence[Hit]) -> str:
         """The plan's evidence as a cited answer: one line a paper for several papers, else the sentences."""
@@ -349,6 +353,23 @@ class ExtractiveAnswerer:
         if not key:
             return chosen
         return [chosen[0], *(i for i in chosen[1:] if self.uses_all(hits[i], key))]
+
+    def unused_words(self, text: str) -> list[str]:
+        """The words of ``text`` that no abstract uses, as written ("watermarking" of "watermarking LLM-generated
+        text"); not the words that ask, and not a compound whose parts abstracts use ("LLM-generated")."""
+        unknown = self.idf("\x00never-a-term\x00")
+
+        def used(term: str) -> bool:
+            return min(self.idf(term), self.idf(term + "s")) < unknown
+
+        out: list[str] = []
+        for word in dict.fromkeys(_WORD_TOKEN.findall(text)):
+            terms = [t for t in self.analyze(word) if t not in self.question_words and t not in self.asking_words]
+            if not terms or any(used(t) for t in terms if "-" in t):
+                continue
+            if not all(used(t) for t in terms if "-" not in t):
+                out.append(word)
+        return out
 
     def uses_all(self, hit: Hit, terms: set[str]) -> bool:
         """Does the abstract use every one of these analysed ``terms`` (hyphenated ones by their parts too)?"""

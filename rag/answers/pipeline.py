@@ -208,6 +208,7 @@ class AnswerPipeline:
         answer = Answer(question=question, answer="", sources=hits, backend=self.backend, search_query=follow.query)
 
         plan = None
+        unused: tuple[str, ...] = ()  # a refused list topic's words that no abstract uses
         relevant = bool(hits) and self._relevant(question, hits, pinned=bool(follow.pinned))
         if relevant or (hits and multi):
             # A follow-up about pinned papers is answered from them, in the question's own words (the
@@ -217,11 +218,15 @@ class AnswerPipeline:
             # any one abstract: a listed paper with a sentence that says its topic nearly in its words will do, or
             # a likeliest paper whose abstract uses most of the topic's words (as ``_relevant`` asks of a question),
             # or papers that mention a name the topic gives ("evaluate LLM agents on the ALFWorld environment").
+            # Below all three, what the bars are there to catch, a topic the corpus lacks ("watermarking LLM text"),
+            # shows in words no abstract uses; a topic made of the corpus's words is answered ("How many papers
+            # target medical or clinical applications?": framing and alternatives dilute the similarity).
             if (not relevant and plan.closest < self.config.list_sentence_relevance
-                    and plan.covered < self.config.words_relevance and not plan.named):
+                    and plan.covered < self.config.words_relevance and not plan.named and plan.unused):
+                unused = plan.unused
                 plan = None
         if plan is None or plan.kind == "not_covered":
-            answer.answer = self._not_covered(hits)
+            answer.answer = self._not_covered(hits, lead=self._no_abstract_uses(unused))
             answer.refused = True
             yield TextEvent(content=answer.answer)
             yield FinalEvent(self._timed(answer, started))
@@ -386,6 +391,14 @@ class AnswerPipeline:
     @staticmethod
     def _paper(hit: Hit) -> Paper:
         return Paper(hit.paper_id, hit.title, hit.abstract or hit.text, hit.source, hit.ordinal)
+
+    @staticmethod
+    def _no_abstract_uses(words: Sequence[str]) -> str:
+        """The refusal's lead when the topic has words no abstract uses: says which, so the reader can rephrase."""
+        if not words:
+            return ""
+        quoted = ", ".join(f"'{w}'" for w in words[:3])
+        return f"{NOT_COVERED} No abstract uses the word{'s' if len(words[:3]) > 1 else ''} {quoted}."
 
     @staticmethod
     def _not_covered(hits: Sequence[Hit], lead: str = "") -> str:

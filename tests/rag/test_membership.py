@@ -123,9 +123,22 @@ def test_a_list_under_the_relevance_bar_is_answered_when_its_likeliest_paper_use
     assert not answered.refused and "TinyTeacher" in {c.title for c in answered.citations}
     assert AnswerPipeline(retriever, real_embedder, None, config=strict).answer(
         "Are there papers on watermarking generated text? Which ones?").refused
-    no_words = PipelineConfig(min_relevance=1.0, relevance_margin=0.0, list_sentence_relevance=1.0,
-                              words_relevance=1.01)
-    assert AnswerPipeline(retriever, real_embedder, None, config=no_words).answer(question).refused
+
+
+def test_below_every_bar_a_list_is_refused_only_for_words_no_abstract_uses(answerer, real_embedder):
+    from rag.answers.pipeline import AnswerPipeline, PipelineConfig
+
+    extractive, retriever = answerer
+    assert extractive.unused_words("Which papers use watermarking in teacher-student networks?") == ["watermarking"]
+    # Similarity, a close sentence and the topic's words are all made not to pass.
+    no_bar = PipelineConfig(min_relevance=1.0, relevance_margin=0.0, list_sentence_relevance=1.0,
+                            words_relevance=1.01)
+    pipeline = AnswerPipeline(retriever, real_embedder, None, config=no_bar)
+    # Every word of the topic is one the abstracts use: the framing diluted the similarity, not a missing topic.
+    answered = pipeline.answer("Are there papers on knowledge distillation? Which ones?")
+    assert not answered.refused and "TinyTeacher" in {c.title for c in answered.citations}
+    refused = pipeline.answer("Are there papers on knowledge distillation for weather radars? Which ones?")
+    assert refused.refused and "No abstract uses the words 'weather', 'radars'." in refused.answer
 
 
 def test_a_list_under_the_relevance_bar_is_answered_when_its_papers_mention_a_name_the_topic_gives(real_embedder):
