@@ -153,7 +153,6 @@ class AnswerPlan:
     closest: float = 0.0  # a list's papers: the cosine of the sentence (or title) closest to its topic
     covered: float = 0.0  # a list's likeliest paper: the share of the topic's words its abstract uses
     named: bool = False  # a list's topic gives a name (a benchmark, a model) that its papers' abstracts mention
-    unused: tuple[str, ...] = ()  # a list's topic words that no abstract uses ("watermarking"), as written
 
     @property
     def refused(self) -> bool:
@@ -237,10 +236,7 @@ class ExtractiveAnswerer:
             missing = self.unstated(question, hits[papers[0].index])
             if missing:
                 return AnswerPlan("not_stated", papers[:1], multi=False, missing=missing)
-        asks_list = is_multi_paper_question(question)  # even when a single paper qualifies
-        unused = tuple(self.unused_words(self.list_topic(question))) if asks_list else ()
-        return AnswerPlan("answer", papers, multi=multi, count=count, closest=closest, covered=covered, named=named,
-                          unused=unused)
+        return AnswerPlan("answer", papers, multi=multi, count=count, closest=closest, covered=covered, named=named)
 
     def write(self, plan: AnswerPlan, hits: Sequence[Hit]) -> str:
         """The plan's evidence as a cited answer: one line a paper for several papers, else the sentences."""
@@ -280,10 +276,8 @@ class ExtractiveAnswerer:
         if named_coverage < self.params.named_focus_coverage:
             # A question that names the paper asks about its details: most of its other words must be there.
             present = set(self.analyze(abstract))
-            unknown = self.idf("\x00never-a-term\x00")
             missing = sorted((t for t in self.focus_terms(question, hit) - self.asking_words
-                              if not _present(t, present, self.analyze) and len(t) > 2
-                              and min(self.idf(t), self.idf(t + "s")) < unknown),
+                              if not _present(t, present, self.analyze) and len(t) > 2 and self.corpus_uses(t)),
                              key=lambda t: (-self.idf(t), t))  # ties in a fixed order
             return "never mentions " + _join(_surface(question, missing[:3], self.analyze))
         if not asks_figure:
@@ -357,19 +351,19 @@ class ExtractiveAnswerer:
     def unused_words(self, text: str) -> list[str]:
         """The words of ``text`` that no abstract uses, as written ("watermarking" of "watermarking LLM-generated
         text"); not the words that ask, and not a compound whose parts abstracts use ("LLM-generated")."""
-        unknown = self.idf("\x00never-a-term\x00")
-
-        def used(term: str) -> bool:
-            return min(self.idf(term), self.idf(term + "s")) < unknown
-
         out: list[str] = []
         for word in dict.fromkeys(_WORD_TOKEN.findall(text)):
             terms = [t for t in self.analyze(word) if t not in self.question_words and t not in self.asking_words]
-            if not terms or any(used(t) for t in terms if "-" in t):
+            if not terms or any(self.corpus_uses(t) for t in terms if "-" in t):
                 continue
-            if not all(used(t) for t in terms if "-" not in t):
+            if not all(self.corpus_uses(t) for t in terms if "-" not in t):
                 out.append(word)
         return out
+
+    def corpus_uses(self, term: str) -> bool:
+        """Does any abstract use this analysed term, or its plural ("gpu" of "GPUs")?"""
+        unknown = self.idf("\x00never-a-term\x00")
+        return min(self.idf(term), self.idf(term + "s")) < unknown
 
     def uses_all(self, hit: Hit, terms: set[str]) -> bool:
         """Does the abstract use every one of these analysed ``terms`` (hyphenated ones by their parts too)?"""
@@ -404,8 +398,7 @@ class ExtractiveAnswerer:
         ``ignore``: words that ask rather than say what about (``asking_words``)."""
         focus = self.focus_terms(question, hit) - ignore
         if known_only:
-            unknown = self.idf("\x00never-a-term\x00")
-            focus = {t for t in focus if min(self.idf(t), self.idf(t + "s")) < unknown}  # "gpu" of "GPUs"
+            focus = {t for t in focus if self.corpus_uses(t)}
         if not focus:
             return 1.0
         present = set(self.analyze(hit.abstract))

@@ -222,9 +222,10 @@ class AnswerPipeline:
             # shows in words no abstract uses; a topic made of the corpus's words is answered ("How many papers
             # target medical or clinical applications?": framing and alternatives dilute the similarity).
             if (not relevant and plan.closest < self.config.list_sentence_relevance
-                    and plan.covered < self.config.words_relevance and not plan.named and plan.unused):
-                unused = plan.unused
-                plan = None
+                    and plan.covered < self.config.words_relevance and not plan.named):
+                unused = tuple(self.extractive.unused_words(self.extractive.list_topic(question)))
+                if unused:
+                    plan = None
         if plan is None or plan.kind == "not_covered":
             answer.answer = self._not_covered(hits, lead=self._no_abstract_uses(unused))
             answer.refused = True
@@ -397,8 +398,9 @@ class AnswerPipeline:
         """The refusal's lead when the topic has words no abstract uses: says which, so the reader can rephrase."""
         if not words:
             return ""
-        quoted = ", ".join(f"'{w}'" for w in words[:3])
-        return f"{NOT_COVERED} No abstract uses the word{'s' if len(words[:3]) > 1 else ''} {quoted}."
+        shown = words[:3]
+        quoted = ", ".join(f"'{w}'" for w in shown)
+        return f"{NOT_COVERED} No abstract uses the word{'s' if len(shown) > 1 else ''} {quoted}."
 
     @staticmethod
     def _not_covered(hits: Sequence[Hit], lead: str = "") -> str:
