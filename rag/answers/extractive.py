@@ -24,7 +24,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rag.answers.membership import FEATURES, MembershipParams, chances, list_topic, listed, membership_features
+from rag.answers.membership import (
+    FEATURES,
+    MembershipParams,
+    TopicEvidence,
+    chances,
+    list_topic,
+    listed,
+    membership_features,
+)
 from rag.answers.sentence_kinds import sentence_penalties
 from rag.corpus.chunking import split_sentences
 from rag.corpus.titles import is_generic, looks_coined
@@ -314,8 +322,9 @@ class ExtractiveAnswerer:
             return [0], 0.0, 0.0, False
         params = self.params.membership
         topic = self.list_topic(question)
-        features = self.topic_features(topic, hits)  # as deep as the caller searched
-        chance = chances(features, params)
+        evidence = self.topic_features(topic, hits)  # as deep as the caller searched
+        features = evidence.features
+        chance = chances(evidence, params)
         names = question_names(topic)
         mentioned = [any(mentions(h, n) for n in names) for h in hits] if names else []
         if names:  # "... evaluate on ALFWorld": no paper qualifies for a name by meaning alone
@@ -376,12 +385,12 @@ class ExtractiveAnswerer:
         part = next((p for p in question_parts(question)[1:] if _MULTI.search(p) or counts_papers(p)), question)
         return list_topic(part)
 
-    def membership_features(self, question: str, hits: Sequence[Hit]) -> np.ndarray:
-        """The membership model's ``FEATURES`` for each of ``hits`` as candidates for a list question (its whole
+    def membership_features(self, question: str, hits: Sequence[Hit]) -> TopicEvidence:
+        """What the membership models know of each of ``hits`` as candidates for a list question (its whole
         topic: what ``bench/fit_membership.py`` fits on)."""
         return self.topic_features(self.list_topic(question), hits)
 
-    def topic_features(self, topic: str, hits: Sequence[Hit]) -> np.ndarray:
+    def topic_features(self, topic: str, hits: Sequence[Hit]) -> TopicEvidence:
         topic_hits = self.search(topic, self.params.topic_search_depth) if self.search is not None else hits
         return membership_features(topic, hits, topic_hits, self.coverage, self.embedder.embed)
 

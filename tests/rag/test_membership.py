@@ -7,7 +7,15 @@ import numpy as np
 import pytest
 
 from rag.answers.extractive import ExtractiveAnswerer
-from rag.answers.membership import FEATURES, MembershipParams, chances, list_topic, membership_features
+from rag.answers.membership import (
+    FEATURES,
+    MembershipParams,
+    TopicEvidence,
+    chances,
+    likeness,
+    list_topic,
+    membership_features,
+)
 from rag.types import Paper
 from tests.conftest import FakeRetriever
 
@@ -60,8 +68,10 @@ def answerer(real_embedder):
 def test_closest_sentence_finds_a_paper_about_the_topic_in_one_sentence(answerer, real_embedder):
     extractive, retriever = answerer
     hits = retriever.search("knowledge distillation from a teacher into a student", 4)
-    features = membership_features("knowledge distillation", hits, hits, extractive.coverage, real_embedder.embed)
+    evidence = membership_features("knowledge distillation", hits, hits, extractive.coverage, real_embedder.embed)
+    features = evidence.features
     assert features.shape == (4, len(FEATURES))
+    assert np.allclose(np.linalg.norm(evidence.vectors, axis=1), 1.0)
     closest = {h.title: features[i, FEATURES.index("closest_sentence")] for i, h in enumerate(hits)}
     # Robust Vision is about robustness, but one of its sentences is about distillation.
     assert closest["Robust Vision"] > max(closest["Sparse Serving"], closest["Quantized Training"])
@@ -79,14 +89,32 @@ def test_a_list_names_every_paper_about_its_topic_and_no_other(answerer):
     assert plan.closest > 0.5
 
 
+def _evidence(features, vectors) -> TopicEvidence:
+    vectors = np.asarray(vectors, dtype=float)
+    return TopicEvidence(np.asarray(features, dtype=float), vectors / np.linalg.norm(vectors, axis=1, keepdims=True))
+
+
 def test_the_chance_rises_with_each_signal():
     params = MembershipParams()
-    base = np.array([[0.5, 0.3, 0.3]])
+    vectors = [[1.0, 0.0], [0.0, 1.0], [1.0, 0.2]]
+    base = np.array([[0.9, 0.5, 0.5], [0.8, 0.4, 0.4], [0.5, 0.3, 0.3]])
     for column in range(len(FEATURES)):
         more = base.copy()
-        more[0, column] += 0.3
-        assert chances(more, params)[0] > chances(base, params)[0]
-    assert chances(np.zeros((0, 3)), params).shape == (0,)
+        more[2, column] += 0.3
+        assert chances(_evidence(more, vectors), params)[2] > chances(_evidence(base, vectors), params)[2]
+    assert chances(TopicEvidence(np.zeros((0, 3)), np.zeros((0, 0))), params).shape == (0,)
+
+
+def test_a_paper_like_the_likeliest_ones_is_likelier():
+    """Two candidates the first model cannot tell apart: the one whose abstract reads like the papers surely about
+    the topic is likelier than the one that reads like neither."""
+    first = np.array([[1.0, 0.6, 0.6], [0.9, 0.5, 0.6], [0.6, 0.3, 0.35], [0.6, 0.3, 0.35]])
+    vectors = [[1.0, 0.1, 0.0], [0.9, 0.0, 0.1], [0.95, 0.05, 0.05], [0.0, 0.2, 1.0]]
+    evidence = _evidence(first, vectors)
+    params = MembershipParams()
+    assert likeness(evidence, params.first.chances(first), 2)[2] > 0.99
+    chance = chances(evidence, params)
+    assert chance[2] > params.threshold > chance[3]
 
 
 def test_a_list_question_on_a_topic_no_paper_covers_is_refused(answerer, real_embedder):
