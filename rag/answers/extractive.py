@@ -32,6 +32,7 @@ from rag.answers.membership import (
     list_topic,
     listed,
     membership_features,
+    sentence_closeness,
 )
 from rag.answers.sentence_kinds import sentence_penalties
 from rag.corpus.chunking import split_sentences
@@ -394,6 +395,10 @@ class ExtractiveAnswerer:
         topic_hits = self.search(topic, self.params.topic_search_depth) if self.search is not None else hits
         return membership_features(topic, hits, topic_hits, self.coverage, self.embedder.embed)
 
+    def closest_sentence(self, topic: str, hit: Hit) -> float:
+        """The cosine of ``hit``'s sentence (or title) closest in meaning to ``topic``."""
+        return float(sentence_closeness(topic, [hit], self.embedder.embed)[0][0])
+
     def focus_terms(self, question: str, hit: Hit) -> set[str]:
         name_terms = set(self.analyze(hit.title)) if len(hit.title.split()) <= 2 else set()
         return {t for t in self.analyze(question) if t not in self.question_words and t not in name_terms}
@@ -455,6 +460,11 @@ class ExtractiveAnswerer:
 
 _EXISTENCE = re.compile(r"\b(?:is there|are there|has anyone|have any|any (?:work|papers?|research|method))\b",
                         re.IGNORECASE)
+
+
+def asks_existence(question: str) -> bool:
+    """"Is there work on X?", "Has anyone done X?": whether papers on a topic exist."""
+    return bool(_EXISTENCE.search(question))
 
 
 def asks_for_figure(question: str) -> bool:

@@ -85,8 +85,8 @@ class MembershipParams:
     refined: Logistic = Logistic(-8.65, (4.62, 3.40, 2.24, 3.62))  # over REFINED_FEATURES
     likeliest: int = 2  # how many of the first model's likeliest papers ``likeness`` compares with
     threshold: float = 0.3  # the chance at which a paper is listed
-    # ... if its abstract uses at least this share of what the likeliest paper's uses of the topic's words: a
-    # paper that merely sounds close ("e.g. about client selection") is not listed beside one that is about it.
+    # ... if its abstract uses more than this share of what the likeliest paper uses of the topic's words: a paper
+    # that merely sounds close ("e.g. about client selection") is not listed beside one that is about it.
     relative_coverage: float = 0.5
 
 
@@ -113,6 +113,14 @@ def membership_features(
     best = max(topic_scores.values(), default=0.0)
     rank = [topic_scores.get(h.paper_id, 0.0) / best if best > 0 else 0.0 for h in hits]
     covered = [coverage(topic, h) for h in hits]
+    closest, means = sentence_closeness(topic, hits, embed)
+    return TopicEvidence(np.column_stack([rank, covered, closest]), means)
+
+
+def sentence_closeness(topic: str, hits: Sequence[Hit],
+                       embed: Callable[[list[str]], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """For each of ``hits``: the cosine of its sentence (or title) closest to ``topic``, and its sentences' mean
+    vector (unit length)."""
     # Every candidate's sentences (and title) in one embedding call.
     texts: list[str] = [topic]
     owners: list[int] = []
@@ -122,14 +130,13 @@ def membership_features(
         texts.extend(sentences)
         owners.extend([i] * len(sentences))
     vectors = np.asarray(embed(texts), dtype=np.float64)
-    similarity = vectors[1:] @ vectors[0]
     owner = np.array(owners, dtype=int)
     closest = np.full(len(hits), -1.0)
-    np.maximum.at(closest, owner, similarity)
+    np.maximum.at(closest, owner, vectors[1:] @ vectors[0])
     means = np.zeros((len(hits), vectors.shape[1]))
     np.add.at(means, owner, vectors[1:])
     means /= np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
-    return TopicEvidence(np.column_stack([rank, covered, closest]), means)
+    return closest, means
 
 
 def likeness(evidence: TopicEvidence, first: np.ndarray, likeliest: int) -> np.ndarray:
@@ -151,10 +158,11 @@ def chances(evidence: TopicEvidence, params: MembershipParams) -> np.ndarray:
 
 
 def listed(chance: np.ndarray, coverage: np.ndarray, params: MembershipParams) -> list[int]:
-    """The rows a list names, likeliest first: each whose chance reaches ``threshold`` and whose abstract uses at
-    least ``relative_coverage`` of the likeliest row's share of the topic's words; the likeliest alone if none."""
+    """The rows a list names, likeliest first: each whose chance reaches ``threshold`` and whose abstract uses more
+    than ``relative_coverage`` of the likeliest row's share of the topic's words (any share when the likeliest uses
+    none); the likeliest alone if none qualifies."""
     order = sorted(range(len(chance)), key=lambda i: (-chance[i], i))
     if not order:
         return []
     bar = params.relative_coverage * coverage[order[0]]
-    return [i for i in order if chance[i] >= params.threshold and coverage[i] >= bar] or order[:1]
+    return [i for i in order if chance[i] >= params.threshold and (coverage[i] > bar or bar <= 0)] or order[:1]

@@ -14,6 +14,7 @@ from rag.answers.membership import (
     chances,
     likeness,
     list_topic,
+    listed,
     membership_features,
 )
 from rag.types import Paper
@@ -182,3 +183,46 @@ def test_a_list_under_the_relevance_bar_is_answered_when_its_papers_mention_a_na
     answered = pipeline.answer("Which papers evaluate LLM agents on ALFWorld?")
     assert not answered.refused and {c.title for c in answered.citations} == {"Quantized Agents"}
     assert pipeline.answer("Which papers evaluate LLM agents on WebShop?").refused
+
+
+@pytest.mark.parametrize(("closest", "refused"), [(0.3, True), (0.5, False)])
+def test_an_existence_question_above_the_bars_is_refused_when_nothing_found_says_its_topic(
+        answerer, real_embedder, monkeypatch, closest, refused):
+    """"Is there work on the carbon footprint of training language models?" passes the relevance bar on the
+    words it shares with a paper ("training language models"); what it asks about, no abstract uses. Refused when
+    no sentence of the paper found comes close to the topic (``absent_topic_sentence``), naming the words."""
+    from rag.answers.pipeline import AnswerPipeline
+
+    _extractive, retriever = answerer
+    pipeline = AnswerPipeline(retriever, real_embedder, None)
+    question = "Is there work on measuring the carbon footprint of training language models?"
+    monkeypatch.setattr(ExtractiveAnswerer, "closest_sentence", lambda self, topic, hit: closest)
+    assert pipeline._relevant(question, retriever.search(question, 5), pinned=False)
+    answer = pipeline.answer(question)
+    assert answer.refused is refused
+    if refused:
+        assert "No abstract uses the words 'carbon', 'footprint'." in answer.answer
+    else:
+        assert answer.citations
+
+
+def test_a_far_topic_made_of_the_corpus_words_is_answered(answerer, real_embedder, monkeypatch):
+    """Nothing found close to the topic, but every word of it is one the abstracts use: answered (the words
+    could not tell a missing topic from a loosely worded one)."""
+    from rag.answers.pipeline import AnswerPipeline
+
+    _extractive, retriever = answerer
+    monkeypatch.setattr(ExtractiveAnswerer, "closest_sentence", lambda self, topic, hit: 0.1)
+    answer = AnswerPipeline(retriever, real_embedder, None).answer("Is there work on pruning attention heads?")
+    assert not answer.refused and answer.citations
+
+
+def test_a_paper_with_half_the_topic_words_of_the_likeliest_is_not_listed():
+    """"Which papers use state space models for client selection?": an abstract with "client selection" alone has
+    half of what FedSSM's has, and is not listed beside it however close it sounds; with a topic the likeliest paper
+    has none of the words of, the words decide nothing."""
+    params = MembershipParams()
+    chance = np.array([0.9, 0.8, 0.7, 0.1])
+    assert listed(chance, np.array([1.0, 0.5, 0.6, 1.0]), params) == [0, 2]
+    assert listed(chance, np.zeros(4), params) == [0, 1, 2]
+    assert listed(np.array([0.2, 0.1]), np.array([1.0, 1.0]), params) == [0]  # the likeliest alone

@@ -130,8 +130,10 @@ def test_question_streams_an_answer_with_sources_and_no_markup_runs(browser, app
     assert partial, f"no partial answer was ever shown: {seen[-5:]}"  # it streamed
 
     panel = page.locator(SOURCES)
-    # The payload claim is the probe abstract's own text: attribution cites that paper (shown escaped, never run).
-    expect(panel).to_contain_text("Cited papers (2)")
+    # Only FedSSM uses state-space models for client selection, so the writer reads FedSSM alone: the payload
+    # claim (the probe abstract's own text) is flagged as in no source it read, shown escaped, never run.
+    expect(panel).to_contain_text("Cited papers (1)")
+    expect(panel).to_contain_text("1 unsupported")
     expect(panel.locator(".pc-card-title").first).to_contain_text("FedSSM")
     expect(panel).to_contain_text("ICML 2026 · #1 of file 000")
     expect(panel.locator(".pc-card mark").first).to_be_visible()  # supporting sentence highlighted
