@@ -5,14 +5,12 @@ Each multi-paper question ("which papers ...?", "how many papers ...?") is searc
 searches it (``PipelineConfig.multi_candidates`` deep); each candidate gets the product's ``FEATURES``
 (``ExtractiveAnswerer.membership_features``: the topic-alone search, the topic's word coverage, the closest
 sentence) and a label (is it in the question's gold list?). A logistic regression (scikit-learn, L2, C=1)
-over them gives the first model's weights; a second one over them and ``likeness`` (each candidate's closeness to
-the first model's likeliest papers) gives the refined model's, which chooses. Leave-one-question-out: each
-question's papers are chosen by models fitted on all the other questions, then scored (macro precision and
-recall of the chosen set, and whether the count is within one of the gold count), per file and beside the
-shipped weights.
+over them gives the weights. Leave-one-question-out: each question's papers are chosen by a model fitted on
+all the other questions, then scored (macro precision and recall of the chosen set, and whether the count is
+within one of the gold count), per file and beside the shipped weights.
 
     python bench/fit_membership.py data/eval/lists.jsonl ../shared/eval/dev2.jsonl data/eval/dev.jsonl \\
-        --data-dir DIR [--threshold 0.3] [--relative 0.5]
+        --data-dir DIR [--threshold 0.4] [--relative 0.6]
 
 ``--data-dir``: the data folder of an index of the bundled corpus (``paperchat ingest``).
 """
@@ -28,23 +26,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rag.answers.membership import (  # noqa: E402  (after the path)
-    FEATURES,
-    REFINED_FEATURES,
-    Logistic,
-    MembershipParams,
-    TopicEvidence,
-    chances,
-    likeness,
-    listed,
-)
+from rag.answers.membership import FEATURES, MembershipParams, chances, listed  # noqa: E402  (after the path)
 
 
 @dataclass
 class ListQuestion:
     file: str
     question: str
-    evidence: TopicEvidence
+    features: np.ndarray
     labels: np.ndarray  # 1 where the candidate is in the gold list
     gold_count: int
     named: np.ndarray  # 0 where the topic gives a name (ALFWorld) the candidate's abstract never mentions
@@ -84,7 +73,7 @@ def choose(chance: np.ndarray, q: ListQuestion, threshold: float, relative: floa
     """As ``ExtractiveAnswerer._choose_papers`` does (``membership.listed``), at ``threshold`` and ``relative``
     (the relative bar on the share of the topic's words); a paper that never mentions a name the topic gives is
     not listed, nor one without the key terms of the likeliest (``ExtractiveAnswerer.key_terms``)."""
-    chosen = listed(chance * q.named, q.evidence.features[:, FEATURES.index("topic_coverage")],
+    chosen = listed(chance * q.named, q.features[:, FEATURES.index("topic_coverage")],
                     replace(MembershipParams(), threshold=threshold, relative_coverage=relative))
     return [chosen[0], *(i for i in chosen[1:] if q.keeps[chosen[0], i])]
 
@@ -95,22 +84,11 @@ def scores(q: ListQuestion, chosen: list[int]) -> tuple[float, float, bool]:
 
 
 def fit(questions: list[ListQuestion]) -> MembershipParams:
-    """Both models: the first over ``FEATURES``; the refined one over them and ``likeness`` to the first's
-    likeliest papers."""
-    labels = np.concatenate([q.labels for q in questions])
-    first = _logistic(np.vstack([q.evidence.features for q in questions]), labels)
-    likeliest = MembershipParams().likeliest
-    refined = _logistic(np.vstack([
-        np.column_stack([q.evidence.features, likeness(q.evidence, first.chances(q.evidence.features), likeliest)])
-        for q in questions]), labels)
-    return MembershipParams(first=first, refined=refined)
-
-
-def _logistic(features: np.ndarray, labels: np.ndarray) -> Logistic:
     from sklearn.linear_model import LogisticRegression
 
-    model = LogisticRegression(C=1.0, max_iter=5000).fit(features, labels)
-    return Logistic(round(float(model.intercept_[0]), 2), tuple(round(float(w), 2) for w in model.coef_[0]))
+    model = LogisticRegression(C=1.0, max_iter=5000)
+    model.fit(np.vstack([q.features for q in questions]), np.concatenate([q.labels for q in questions]))
+    return MembershipParams(float(model.intercept_[0]), *(float(w) for w in model.coef_[0]))
 
 
 def report(questions: list[ListQuestion], chosen: list[list[int]], title: str) -> None:
@@ -135,16 +113,14 @@ def main(argv: list[str] | None = None) -> None:
     held_out = [fit(questions[:i] + questions[i + 1:]) for i in range(len(questions))]
     for threshold in args.threshold:
         for relative in args.relative:
-            report(questions, [choose(chances(q.evidence, shipped), q, threshold, relative) for q in questions],
+            report(questions, [choose(chances(q.features, shipped), q, threshold, relative) for q in questions],
                    f"shipped weights, threshold {threshold}, relative bar {relative}")
-            report(questions, [choose(chances(q.evidence, params), q, threshold, relative)
+            report(questions, [choose(chances(q.features, params), q, threshold, relative)
                                for q, params in zip(questions, held_out, strict=True)],
                    f"leave one question out (each chosen by a model that never saw it), threshold {threshold}, "
                    f"relative bar {relative}")
     final = fit(questions)
-    for name, model, features in (("first", final.first, FEATURES), ("refined", final.refined, REFINED_FEATURES)):
-        print(f"fitted on all, {name}: intercept {model.intercept:.2f}, "
-              + ", ".join(f"{f} {w:.2f}" for f, w in zip(features, model.weights, strict=True)))
+    print("fitted on all:", ", ".join(f"{name} {getattr(final, name):.2f}" for name in ("intercept", *FEATURES)))
 
 
 if __name__ == "__main__":

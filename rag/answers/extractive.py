@@ -24,16 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rag.answers.membership import (
-    FEATURES,
-    MembershipParams,
-    TopicEvidence,
-    chances,
-    list_topic,
-    listed,
-    membership_features,
-    sentence_closeness,
-)
+from rag.answers.membership import FEATURES, MembershipParams, chances, list_topic, listed, membership_features
 from rag.answers.sentence_kinds import sentence_penalties
 from rag.corpus.chunking import split_sentences
 from rag.corpus.titles import is_generic, looks_coined
@@ -323,9 +314,8 @@ class ExtractiveAnswerer:
             return [0], 0.0, 0.0, False
         params = self.params.membership
         topic = self.list_topic(question)
-        evidence = self.topic_features(topic, hits)  # as deep as the caller searched
-        features = evidence.features
-        chance = chances(evidence, params)
+        features = self.topic_features(topic, hits)  # as deep as the caller searched
+        chance = chances(features, params)
         names = question_names(topic)
         mentioned = [any(mentions(h, n) for n in names) for h in hits] if names else []
         if names:  # "... evaluate on ALFWorld": no paper qualifies for a name by meaning alone
@@ -386,18 +376,14 @@ class ExtractiveAnswerer:
         part = next((p for p in question_parts(question)[1:] if _MULTI.search(p) or counts_papers(p)), question)
         return list_topic(part)
 
-    def membership_features(self, question: str, hits: Sequence[Hit]) -> TopicEvidence:
-        """What the membership models know of each of ``hits`` as candidates for a list question (its whole
+    def membership_features(self, question: str, hits: Sequence[Hit]) -> np.ndarray:
+        """The membership model's ``FEATURES`` for each of ``hits`` as candidates for a list question (its whole
         topic: what ``bench/fit_membership.py`` fits on)."""
         return self.topic_features(self.list_topic(question), hits)
 
-    def topic_features(self, topic: str, hits: Sequence[Hit]) -> TopicEvidence:
+    def topic_features(self, topic: str, hits: Sequence[Hit]) -> np.ndarray:
         topic_hits = self.search(topic, self.params.topic_search_depth) if self.search is not None else hits
         return membership_features(topic, hits, topic_hits, self.coverage, self.embedder.embed)
-
-    def closest_sentence(self, topic: str, hit: Hit) -> float:
-        """The cosine of ``hit``'s sentence (or title) closest in meaning to ``topic``."""
-        return float(sentence_closeness(topic, [hit], self.embedder.embed)[0][0])
 
     def focus_terms(self, question: str, hit: Hit) -> set[str]:
         name_terms = set(self.analyze(hit.title)) if len(hit.title.split()) <= 2 else set()
@@ -460,11 +446,6 @@ class ExtractiveAnswerer:
 
 _EXISTENCE = re.compile(r"\b(?:is there|are there|has anyone|have any|any (?:work|papers?|research|method))\b",
                         re.IGNORECASE)
-
-
-def asks_existence(question: str) -> bool:
-    """"Is there work on X?", "Has anyone done X?": whether papers on a topic exist."""
-    return bool(_EXISTENCE.search(question))
 
 
 def asks_for_figure(question: str) -> bool:

@@ -10,15 +10,9 @@ than any one of them does:
   else in the rest, which a whole-abstract vector dilutes.
 
 They are combined by a logistic model fitted on list questions with judged answers (``bench/fit_membership.py``
-over ``data/eval/lists.jsonl`` and the dev sets' multi-paper questions, cross-validated). A second model adds
-
-* ``likeness``: how like the likeliest papers of the first model the paper is (its sentences' mean vector against
-  theirs). A broad topic ("papers about LLM agents") is said in many ways, few of them in the topic's own words;
-  the papers surely about it show the others what it looks like in an abstract.
-
-A paper is listed when its chance by the second model reaches ``threshold``. A ranked list cut at a share of the
-top score cannot do this: for broad topics the scores fall off smoothly, and the second paper is no more likely
-to qualify for having ranked second.
+over ``data/eval/lists.jsonl`` and the dev sets' multi-paper questions, cross-validated); a paper is listed when
+its chance reaches ``threshold``. A ranked list cut at a share of the top score cannot do this: for broad topics
+the scores fall off smoothly, and the second paper is no more likely to qualify for having ranked second.
 """
 
 from __future__ import annotations
@@ -33,7 +27,6 @@ from rag.corpus.chunking import split_sentences
 from rag.types import Hit
 
 FEATURES = ("topic_rank", "topic_coverage", "closest_sentence")
-REFINED_FEATURES = (*FEATURES, "likeness")
 
 # The words that frame a list question rather than say what it is about, removed from its topic.
 _FRAMING = [re.compile(p, re.IGNORECASE) for p in (
@@ -65,37 +58,20 @@ def list_topic(question: str) -> str:
 
 
 @dataclass(frozen=True)
-class Logistic:
-    """A logistic model: an intercept and one weight per feature."""
-
-    intercept: float
-    weights: tuple[float, ...]
-
-    def chances(self, features: np.ndarray) -> np.ndarray:
-        if len(features) == 0:
-            return np.zeros(0)
-        return 1.0 / (1.0 + np.exp(-(self.intercept + features @ np.asarray(self.weights))))
-
-
-@dataclass(frozen=True)
 class MembershipParams:
-    """Both models' weights (fitted: bench/fit_membership.py) and the bars a listed paper clears."""
+    """The logistic model's weights, one for each of ``FEATURES`` (fitted: bench/fit_membership.py)."""
 
-    first: Logistic = Logistic(-7.74, (5.80, 3.69, 3.02))  # over FEATURES
-    refined: Logistic = Logistic(-8.65, (4.62, 3.40, 2.24, 3.62))  # over REFINED_FEATURES
-    likeliest: int = 2  # how many of the first model's likeliest papers ``likeness`` compares with
-    threshold: float = 0.3  # the chance at which a paper is listed
-    # ... if its abstract uses more than this share of what the likeliest paper uses of the topic's words: a paper
-    # that merely sounds close ("e.g. about client selection") is not listed beside one that is about it.
-    relative_coverage: float = 0.5
+    intercept: float = -7.71
+    topic_rank: float = 5.72
+    topic_coverage: float = 3.67
+    closest_sentence: float = 3.07
+    threshold: float = 0.4  # the chance at which a paper is listed
+    # ... if its abstract uses at least this share of what the likeliest paper's uses of the topic's words: a
+    # paper that merely sounds close ("e.g. about client selection") is not listed beside one that is about it.
+    relative_coverage: float = 0.6
 
-
-@dataclass(frozen=True)
-class TopicEvidence:
-    """What the models know of each candidate for one topic."""
-
-    features: np.ndarray  # one row of FEATURES per candidate
-    vectors: np.ndarray  # each candidate's mean sentence vector, unit length (what ``likeness`` compares)
+    def weights(self) -> np.ndarray:
+        return np.array([getattr(self, name) for name in FEATURES])
 
 
 def membership_features(
@@ -104,23 +80,14 @@ def membership_features(
     topic_hits: Sequence[Hit],
     coverage: Callable[[str, Hit], float],
     embed: Callable[[list[str]], np.ndarray],
-) -> TopicEvidence:
-    """One row of ``FEATURES`` for each of ``hits``, with its vector; ``topic_hits``: the search for the topic
-    alone."""
+) -> np.ndarray:
+    """One row of ``FEATURES`` for each of ``hits``; ``topic_hits``: the search for the topic alone."""
     if not hits:
-        return TopicEvidence(np.zeros((0, len(FEATURES))), np.zeros((0, 0)))
+        return np.zeros((0, len(FEATURES)))
     topic_scores = {h.paper_id: h.score for h in topic_hits}
     best = max(topic_scores.values(), default=0.0)
     rank = [topic_scores.get(h.paper_id, 0.0) / best if best > 0 else 0.0 for h in hits]
     covered = [coverage(topic, h) for h in hits]
-    closest, means = sentence_closeness(topic, hits, embed)
-    return TopicEvidence(np.column_stack([rank, covered, closest]), means)
-
-
-def sentence_closeness(topic: str, hits: Sequence[Hit],
-                       embed: Callable[[list[str]], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """For each of ``hits``: the cosine of its sentence (or title) closest to ``topic``, and its sentences' mean
-    vector (unit length)."""
     # Every candidate's sentences (and title) in one embedding call.
     texts: list[str] = [topic]
     owners: list[int] = []
@@ -130,39 +97,24 @@ def sentence_closeness(topic: str, hits: Sequence[Hit],
         texts.extend(sentences)
         owners.extend([i] * len(sentences))
     vectors = np.asarray(embed(texts), dtype=np.float64)
-    owner = np.array(owners, dtype=int)
+    similarity = vectors[1:] @ vectors[0]
     closest = np.full(len(hits), -1.0)
-    np.maximum.at(closest, owner, vectors[1:] @ vectors[0])
-    means = np.zeros((len(hits), vectors.shape[1]))
-    np.add.at(means, owner, vectors[1:])
-    means /= np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
-    return closest, means
+    np.maximum.at(closest, np.array(owners, dtype=int), similarity)
+    return np.column_stack([rank, covered, closest])
 
 
-def likeness(evidence: TopicEvidence, first: np.ndarray, likeliest: int) -> np.ndarray:
-    """Each candidate's cosine to the mean vector of the ``likeliest`` candidates by the ``first`` chances."""
-    if len(first) == 0:
+def chances(features: np.ndarray, params: MembershipParams) -> np.ndarray:
+    """Each row's chance of belonging, by the logistic model."""
+    if len(features) == 0:
         return np.zeros(0)
-    top = np.argsort(-first, kind="stable")[:likeliest]
-    centre = evidence.vectors[top].mean(axis=0)
-    return evidence.vectors @ (centre / max(float(np.linalg.norm(centre)), 1e-12))
-
-
-def chances(evidence: TopicEvidence, params: MembershipParams) -> np.ndarray:
-    """Each candidate's chance of belonging: the first model's, then the refined one's with ``likeness``."""
-    first = params.first.chances(evidence.features)
-    if len(first) == 0:
-        return first
-    return params.refined.chances(np.column_stack([evidence.features, likeness(evidence, first,
-                                                                                 params.likeliest)]))
+    return 1.0 / (1.0 + np.exp(-(params.intercept + features @ params.weights())))
 
 
 def listed(chance: np.ndarray, coverage: np.ndarray, params: MembershipParams) -> list[int]:
-    """The rows a list names, likeliest first: each whose chance reaches ``threshold`` and whose abstract uses more
-    than ``relative_coverage`` of the likeliest row's share of the topic's words (any share when the likeliest uses
-    none); the likeliest alone if none qualifies."""
+    """The rows a list names, likeliest first: each whose chance reaches ``threshold`` and whose abstract uses at
+    least ``relative_coverage`` of the likeliest row's share of the topic's words; the likeliest alone if none."""
     order = sorted(range(len(chance)), key=lambda i: (-chance[i], i))
     if not order:
         return []
     bar = params.relative_coverage * coverage[order[0]]
-    return [i for i in order if chance[i] >= params.threshold and (coverage[i] > bar or bar <= 0)] or order[:1]
+    return [i for i in order if chance[i] >= params.threshold and coverage[i] >= bar] or order[:1]

@@ -18,7 +18,6 @@ from rag.answers.citations import ClaimCheck, citations_from_checks, clean_marke
 from rag.answers.extractive import (
     AnswerPlan,
     ExtractiveAnswerer,
-    asks_existence,
     is_multi_paper_question,
     names_paper,
 )
@@ -72,10 +71,6 @@ class PipelineConfig:
     # A list question below that bar is still answered when a listed paper has a sentence (or title) this close in
     # meaning to its topic: its framing ("how many of the papers ..., and which ones?") dilutes the similarity.
     list_sentence_relevance: float = 0.55
-    # A list or existence question whose topic has words no abstract uses is refused when no sentence (or title) of
-    # its papers comes this close to the topic, above the relevance bars too: the papers found are about what the
-    # topic shares with the corpus ("LLM-generated text" of "watermarking LLM-generated text"), not about it.
-    absent_topic_sentence: float = 0.4
     small_model: bool = False
     # How the embedded tiny model answers: "lead" (cited evidence with a checked one-sentence lead written by
     # the model), "evidence" (it answers from numbered evidence sentences) or "abstracts" (from whole abstracts).
@@ -219,10 +214,16 @@ class AnswerPipeline:
             # A follow-up about pinned papers is answered from them, in the question's own words (the
             # paper's name added to the query would make the abstract look as if it left the question open).
             plan = self.extractive.plan(question, hits[: len(follow.pinned)] if follow.pinned else hits)
-            # A topic the corpus lacks ("watermarking LLM-generated text") shows in words no abstract uses, when
-            # what was found does not say it.
-            if not follow.pinned:
-                unused = self._absent_topic(question, plan, hits, relevant=relevant, multi=multi)
+            # A list question's framing ("how many of the papers ..., and which ones?") dilutes its similarity to
+            # any one abstract: a listed paper with a sentence that says its topic nearly in its words will do, or
+            # a likeliest paper whose abstract uses most of the topic's words (as ``_relevant`` asks of a question),
+            # or papers that mention a name the topic gives ("evaluate LLM agents on the ALFWorld environment").
+            # Below all three, what the bars are there to catch, a topic the corpus lacks ("watermarking LLM text"),
+            # shows in words no abstract uses; a topic made of the corpus's words is answered ("How many papers
+            # target medical or clinical applications?": framing and alternatives dilute the similarity).
+            if (not relevant and plan.closest < self.config.list_sentence_relevance
+                    and plan.covered < self.config.words_relevance and not plan.named):
+                unused = tuple(self.extractive.unused_words(self.extractive.list_topic(question)))
                 if unused:
                     plan = None
         if plan is None or plan.kind == "not_covered":
@@ -333,28 +334,6 @@ class AnswerPipeline:
         known = set(_normalised(evidence).split())
         new = sum(word not in known for word in words)
         return bool(words) and new / len(words) >= self.config.small_model_lead_new_words
-
-    def _absent_topic(self, question: str, plan: AnswerPlan, hits: Sequence[Hit], *, relevant: bool,
-                      multi: bool) -> tuple[str, ...]:
-        """The words of a list or existence question's topic that no abstract uses, when the papers found do not
-        say that topic (then the question is refused, naming them); () when it is answered.
-
-        Checked below the relevance bars, and above them when no sentence of the papers found comes close to the
-        topic (``absent_topic_sentence``). A topic made of the corpus's words is answered ("How many papers target
-        medical or clinical applications?": framing and alternatives dilute the similarity), and so is one whose
-        papers mention a name it gives ("evaluate LLM agents on the ALFWorld household-task environment")."""
-        existence = not multi and asks_existence(question)
-        if plan.kind != "answer" or plan.named or not (multi or existence) or not plan.papers:
-            return ()
-        topic = self.extractive.list_topic(question)
-        # A list's framing dilutes its similarity to any one abstract: below the bars, a list with a sentence close
-        # to its topic, or a likeliest paper with most of the topic's words, still answers.
-        below_bars = (multi and not relevant and plan.closest < self.config.list_sentence_relevance
-                      and plan.covered < self.config.words_relevance)
-        closest = plan.closest if multi else self.extractive.closest_sentence(topic, hits[plan.papers[0].index])
-        if not below_bars and closest >= self.config.absent_topic_sentence:
-            return ()
-        return tuple(self.extractive.unused_words(topic))
 
     def _relevant(self, question: str, hits: Sequence[Hit], *, pinned: bool) -> bool:
         """Is anything retrieved close enough to answer from? A paper named in the question always is."""

@@ -275,3 +275,16 @@ def test_small_model_lead_that_copies_the_evidence_is_left_out(fake_retriever):
     answer = pipeline.answer(QUESTION)
     assert not answer.answer.startswith("The answer is")
     assert answer.answer.count(first) == 1
+
+
+def test_a_list_with_one_qualifying_paper_gives_the_writer_that_paper_alone(fake_retriever):
+    """A list question is searched deep (thirty candidates); when one paper qualifies, the writer reads that one,
+    not every candidate, so that it cannot cite one that merely ranked second."""
+    model = FakeChatModel("Fed-Kalter brings Kalman filtering into graph neural networks [1].")
+    question = "Which papers use Kalman filters in graph neural networks?"
+    answer = make_pipeline(fake_retriever, model).answer(question)
+    prompt = model.messages[-1]["content"]
+    papers = {p.title: p.abstract for p in fake_retriever.papers}
+    assert papers["Fed-Kalter"][:200] in prompt
+    assert not any(abstract[:200] in prompt for title, abstract in papers.items() if title != "Fed-Kalter")
+    assert [c.title for c in answer.citations] == ["Fed-Kalter"]

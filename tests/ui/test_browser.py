@@ -130,8 +130,9 @@ def test_question_streams_an_answer_with_sources_and_no_markup_runs(browser, app
     assert partial, f"no partial answer was ever shown: {seen[-5:]}"  # it streamed
 
     panel = page.locator(SOURCES)
-    # Only FedSSM uses state-space models for client selection, so the writer reads FedSSM alone: the payload
-    # claim (the probe abstract's own text) is flagged as in no source it read, shown escaped, never run.
+    # Only FedSSM uses state-space models for client selection, so the writer reads FedSSM alone (not the thirty
+    # papers searched for the list): the payload claim, the probe abstract's own text, is flagged as in no source
+    # it read, shown escaped, never run.
     expect(panel).to_contain_text("Cited papers (1)")
     expect(panel).to_contain_text("1 unsupported")
     expect(panel.locator(".pc-card-title").first).to_contain_text("FedSSM")
