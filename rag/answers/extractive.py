@@ -87,6 +87,14 @@ _ASKS_NAME = re.compile(
     r"(?:\s+(?:llms?|models?))?\b",
     re.IGNORECASE,
 )
+# A question that asks outright for names ("What are the names of the four benchmarks ...?", "Name the datasets
+# ..."): there a description ("four multimodal benchmarks") does not answer, whatever is named.
+_ASKS_NAMES_OF = re.compile(
+    r"\b(?:names?\s+of|name\s+(?:the|all|each|every))\s+(?:(?:the|its|their|all|each|every)\s+)?"
+    r"(?:[\w-]+\s+){0,3}?(datasets?|benchmarks?|baselines?|models?|llms?|methods?|tasks?|environments?|metrics?|"
+    r"languages?|tools?|games?|domains?)\b",
+    re.IGNORECASE,
+)
 # Where a list topic's main clause ends: examples, relative clauses, asides ("..., where forward and backward
 # passes see stale weights", "(MDPs, policy evaluation)", "such as backdoors").
 _SUBORDINATE = re.compile(
@@ -481,10 +489,13 @@ def asked_figure_kind(question: str) -> tuple[str, re.Pattern[str]] | None:
 
 
 def asks_for_name(question: str) -> str:
-    """What a question asks the name of ("base LLM" of "Which base LLM did they use?"), or ""."""
+    """What a question asks the name of ("base LLM" of "Which base LLM did they use?", "benchmarks" of "What are
+    the names of the benchmarks ...?"), or ""."""
     for part in question_parts(question):
         if match := _ASKS_NAME.match(part):
             return " ".join(match.group(0).split()[1:])
+        if match := _ASKS_NAMES_OF.search(part):
+            return match.group(1).lower()
     return ""
 
 
@@ -492,8 +503,9 @@ def names_other_than(hit: Hit, question: str) -> bool:
     """Does the abstract name something (a model, a dataset: a coined name, an acronym, a capitalised word) other
     than the paper itself and what the question names?"""
     abstract = re.sub(r"https?://\S+", " ", hit.abstract or hit.text)
-    # A spelled-out acronym names a field, not a thing: "Large Language Models (LLMs)" is no model's name.
-    abstract = _SPELLED_OUT.sub(r"\2", abstract)
+    # A spelled-out acronym names a field, not a thing: "Large Language Models (LLMs)" is no model's name, nor
+    # "Multimodal Federated Learning (MMFL)".
+    abstract = _SPELLED_OUT.sub(" ", abstract)
     known = {n.lower().rstrip("s") for n in question_names(question)}
     known |= {w.lower().rstrip("s") for w in re.findall(r"[\w-]+", hit.title)}
     for a, b in split_sentences(abstract):
