@@ -95,6 +95,9 @@ _ASKS_NAMES_OF = re.compile(
     r"languages?|tools?|games?|domains?)\b",
     re.IGNORECASE,
 )
+# A sentence about experiments, where an abstract names what it was evaluated on.
+_EXPERIMENTS = re.compile(r"\b(?:evaluat|experiment|benchmark|dataset|test|trained on|outperform|compar|baseline)",
+                          re.IGNORECASE)
 # Where a list topic's main clause ends: examples, relative clauses, asides ("..., where forward and backward
 # passes see stale weights", "(MDPs, policy evaluation)", "such as backdoors").
 _SUBORDINATE = re.compile(
@@ -277,7 +280,7 @@ class ExtractiveAnswerer:
         absent = [name for name in question_names(question) if not mentions(hit, name)]
         if absent:
             return "never mentions " + _join(absent)
-        if asked_name and not names_other_than(hit, question):
+        if asked_name and not names_other_than(hit, question, kind=asks_outright_for_names(question)):
             return f"names no {asked_name}"
         named = names_paper(question, hit)
         named_coverage = self.coverage(question, hit, known_only=True, ignore=self.asking_words) if named else 1.0
@@ -494,22 +497,33 @@ def asks_for_name(question: str) -> str:
     for part in question_parts(question):
         if match := _ASKS_NAME.match(part):
             return " ".join(match.group(0).split()[1:])
-        if match := _ASKS_NAMES_OF.search(part):
-            return match.group(1).lower()
+        if asked := asks_outright_for_names(part):
+            return asked
     return ""
 
 
-def names_other_than(hit: Hit, question: str) -> bool:
+def asks_outright_for_names(question: str) -> str:
+    """What "What are the names of the benchmarks ...?" or "Name the datasets ..." asks for ("benchmarks"), or ""."""
+    match = _ASKS_NAMES_OF.search(question)
+    return match.group(1).lower() if match else ""
+
+
+def names_other_than(hit: Hit, question: str, *, kind: str = "") -> bool:
     """Does the abstract name something (a model, a dataset: a coined name, an acronym, a capitalised word) other
-    than the paper itself and what the question names?"""
+    than the paper itself and what the question names? With ``kind`` ("benchmarks"), only in a sentence about
+    that kind or about experiments: "a Dirichlet distribution" in the method's sentence names no benchmark."""
     abstract = re.sub(r"https?://\S+", " ", hit.abstract or hit.text)
     # A spelled-out acronym names a field, not a thing: "Large Language Models (LLMs)" is no model's name, nor
     # "Multimodal Federated Learning (MMFL)".
     abstract = _SPELLED_OUT.sub(" ", abstract)
     known = {n.lower().rstrip("s") for n in question_names(question)}
     known |= {w.lower().rstrip("s") for w in re.findall(r"[\w-]+", hit.title)}
+    about = re.compile(_EXPERIMENTS.pattern + (rf"|\b{re.escape(kind.rstrip('s'))}" if kind else ""), re.IGNORECASE)
     for a, b in split_sentences(abstract):
-        if any(name.lower().rstrip("s") not in known for name in question_names(abstract[a:b])):
+        sentence = abstract[a:b]
+        if kind and not about.search(sentence):
+            continue
+        if any(name.lower().rstrip("s") not in known for name in question_names(sentence)):
             return True
     return False
 

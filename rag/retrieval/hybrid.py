@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rag.corpus.titles import looks_coined
 from rag.embedding.models import Embedder
 from rag.retrieval.retriever import validate_question
 from rag.types import Hit, Paper
@@ -83,8 +84,10 @@ def _name_pattern(title: str) -> re.Pattern[str] | None:
     title = title.strip()
     if not title or len(title.split()) > 2 or len(title) < 3:
         return None
-    # Only coined names (mixed case, digits, hyphens): "FedSSM", "MA-RAG"; not "Diffusion models".
-    if not (re.search(r"[A-Z].*[A-Z]|\d|-", title[1:]) or (title.isupper() and len(title) > 2)):
+    # Only coined names (mixed case, digits, hyphens): "FedSSM", "MA-RAG", "CogRouter", "PoLar"; not "Diffusion
+    # models".
+    if not (re.search(r"[A-Z].*[A-Z]|\d|-", title[1:]) or (title.isupper() and len(title) > 2)
+            or any(looks_coined(word) for word in title.split())):
         return None
     return re.compile(r"(?<![\w-])" + re.escape(title) + r"(?![\w-])", re.IGNORECASE)
 
