@@ -57,10 +57,12 @@ _COUNT_PAPERS = re.compile(r"\bhow many (?:[\w-]+ ){0,2}?(?:papers|works|abstrac
                            re.IGNORECASE)
 # A question that asks for a figure: "how many ...", "by how much", "what accuracy ...".
 _ASKS_FIGURE = re.compile(
-    r"\bhow (?:many|much|long|large|big|fast|often)\b|\bby how\b|\bnumber of\b|\bwhat (?:[\w-]+ ){0,3}?(?:accuracy|"
-    r"auroc|auc|score|f1|bleu|rouge|speed-?ups?|throughput|latency|ece|fid|dice|psnr|pesq|error rate|percentage|"
+    r"\bhow (?:many|much|long|large|big|fast|often)\b|\bby how\b|\bnumber of\b|"
+    r"\bwhat(?:'s)? (?:[\w-]+ ){0,3}?(?:accuracy|auroc|auc|score|f1|bleu|rouge|speed-?ups?|throughput|latency|ece|"
+    r"fid|dice|psnr|pesq|error rate|percentage|"
     r"fraction|bitrate|perplexity|win rate|success rate|learning rate|batch size|hyperparameters?|values?|"
-    r"thresholds?)\b",
+    r"thresholds?|parameter counts?|context lengths?|sequence lengths?|model sizes?|training costs?|training time|"
+    r"compute budget)\b",
     re.IGNORECASE,
 )
 # What a figure question asks for ("what wall-clock speed-up ...") and what a sentence must have to give that
@@ -115,6 +117,8 @@ _DESCRIPTIVE_SUFFIX = re.compile(r"-(?:style|like|type|size|sized|scale|based|mo
 _COUNTED = re.compile(r"\bhow many ((?:[\w-]+ ){0,3}?)(?:did|does|do|is|are|was|were|can|could|has|have|had|will|"
                       r"would|in|of|on|for|per|used|were)\b", re.IGNORECASE)
 # A figure in an abstract: digits, or a number word.
+# "(1) We leverage ...", "(ii)": the items of a list, not figures.
+_ENUMERATOR = re.compile(r"\(\s*(?:\d{1,2}|[ivx]{1,4}|[a-h])\s*\)")
 _FIGURE = re.compile(
     r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
     r"hundreds?|thousands?|millions?|billions?|dozens?|twice|half|double|triple|tenfold|several)\b",
@@ -300,7 +304,7 @@ class ExtractiveAnswerer:
         text = abstract
         for a, b in split_sentences(text):
             sentence = text[a:b]
-            if not _FIGURE.search(_without_names(sentence)):
+            if not _FIGURE.search(_without_names(_ENUMERATOR.sub(" ", sentence))):
                 continue
             if kind is not None:
                 if kind[1].search(sentence):

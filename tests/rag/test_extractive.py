@@ -188,6 +188,20 @@ def test_names_asked_for_must_be_named_where_the_abstract_speaks_of_experiments(
     assert stated or plan.missing == "names no benchmarks"
 
 
+ENUMERATED = ("Sockets routes packets with adaptive time slices and a small parameter count. Our contributions are twofold: (1) adaptive time "
+              "slices for the packet router and (2) a queue model for the packet router.")
+
+
+@pytest.mark.parametrize("abstract, stated", [
+    (ENUMERATED, False),  # "(1)" and "(2)" number the items of a list: no figure
+    (ENUMERATED + " The parameter count of the packet router is 7 per queue.", True),
+])
+def test_a_figure_asked_with_whats_needs_a_figure_and_list_items_are_none(retriever, abstract, stated):
+    question = "What's the parameter count of the adaptive time slice packet router?"
+    plan = answerer(retriever).plan(question, [_sockets(abstract)])
+    assert (plan.kind == "answer") is stated, plan.missing
+
+
 NAMED = ("Packet routers drop packets under bursts. We propose R2-Sock, adaptive time slices for packet routers "
          "(R2-Sock), trained on campus traces. Slices are scored by the Mahalanobis distance of their queue lengths.")
 
