@@ -188,8 +188,8 @@ def test_names_asked_for_must_be_named_where_the_abstract_speaks_of_experiments(
     assert stated or plan.missing == "names no benchmarks"
 
 
-ENUMERATED = ("Sockets routes packets with adaptive time slices and a small parameter count. Our contributions are twofold: (1) adaptive time "
-              "slices for the packet router and (2) a queue model for the packet router.")
+ENUMERATED = ("Sockets routes packets with adaptive time slices and a small parameter count. Our contributions are "
+              "twofold: (1) adaptive time slices for the packet router and (2) a queue model for the packet router.")
 
 
 @pytest.mark.parametrize("abstract, stated", [
