@@ -58,8 +58,8 @@ _COUNT_PAPERS = re.compile(r"\bhow many (?:[\w-]+ ){0,2}?(?:papers|works|abstrac
 # A question that asks for a figure: "how many ...", "by how much", "what accuracy ...".
 _ASKS_FIGURE = re.compile(
     r"\bhow (?:many|much|long|large|big|fast|often)\b|\bby how\b|\bnumber of\b|"
-    r"\bwhat(?:'s)? (?:[\w-]+ ){0,3}?(?:accuracy|auroc|auc|score|f1|bleu|rouge|speed-?ups?|throughput|latency|ece|"
-    r"fid|dice|psnr|pesq|error rate|percentage|"
+    r"\bwhat(?:'s)? (?:[\w-]+ ){0,3}?(?P<noun>accuracy|auroc|auc|score|f1|bleu|rouge|speed-?ups?|throughput|"
+    r"latency|ece|fid|dice|psnr|pesq|error rate|percentage|"
     r"fraction|bitrate|perplexity|win rate|success rate|learning rate|batch size|hyperparameters?|values?|"
     r"thresholds?|parameter counts?|context lengths?|sequence lengths?|model sizes?|training costs?|training time|"
     r"compute budget)\b",
@@ -313,8 +313,10 @@ class ExtractiveAnswerer:
                 return ""
         if kind is not None:
             return f"gives no figure for the {kind[0]}"
-        what = counted.group(1).strip() if counted and counted.group(1).strip() else "what is asked"
-        return f"gives no figure for {what}"
+        if counted and counted.group(1).strip():
+            return f"gives no figure for {counted.group(1).strip()}"
+        nouns = list(dict.fromkeys(m.group("noun").lower() for m in _figure_asked(question) if m.group("noun")))
+        return f"gives no figure for the {_join(nouns)}" if nouns else "gives no figure for what is asked"
 
     def _choose_papers(self, question: str, hits: Sequence[Hit],
                        multi: bool) -> tuple[list[int], float, float, bool]:

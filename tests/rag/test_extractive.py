@@ -200,6 +200,7 @@ def test_a_figure_asked_with_whats_needs_a_figure_and_list_items_are_none(retrie
     question = "What's the parameter count of the adaptive time slice packet router?"
     plan = answerer(retriever).plan(question, [_sockets(abstract)])
     assert (plan.kind == "answer") is stated, plan.missing
+    assert stated or plan.missing == "gives no figure for the parameter count"  # says what is missing
 
 
 NAMED = ("Packet routers drop packets under bursts. We propose R2-Sock, adaptive time slices for packet routers "
