@@ -121,3 +121,12 @@ def test_extractive_batch_with_history(env, capsys, tmp_path):
     assert len(rows) == 2 and all(r["backend"].startswith("extractive") for r in rows)
     assert rows[0]["citations"][0]["title"] == "MA-RAG" and "medical" in rows[0]["answer"].lower()
     assert rows[1]["citations"][0]["title"] == "MA-RAG"
+
+
+def test_a_detail_the_abstract_does_not_state_shows_the_nearest_paper_not_its_support(env, capsys):
+    code = main(["ask", "--extractive", "What are the names of the four benchmarks FedSSM was evaluated on?"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "The abstract of FedSSM does not state this [1]: it names no benchmarks." in out.out
+    assert "nearest paper, does not state this" in out.out and "closest sentence: " in out.out
+    assert "support 0.00" not in out.out and "evidence: " not in out.out

@@ -29,11 +29,13 @@ def show_sources(answer) -> None:
             flag = "  (weakly supported)" if c.weak else ""
             hit = hits.get(c.paper_id)
             place = hit.label if hit is not None else f"{c.source} #{c.ordinal}"
-            show(f"[{c.marker}] {c.title}  ({place})  support {c.support:.2f}{flag}")
+            # The nearest paper of a detail its abstract does not state: its closest sentence supports nothing.
+            verdict = "nearest paper, does not state this" if answer.not_stated else f"support {c.support:.2f}{flag}"
+            show(f"[{c.marker}] {c.title}  ({place})  {verdict}")
             for line in hit_details(hit) if hit is not None else ():
                 show(f"    {line}")
             if c.evidence:
-                show(f"    evidence: {readable(c.evidence)}")
+                show(f"    {'closest sentence' if answer.not_stated else 'evidence'}: {readable(c.evidence)}")
     others = [h for h in answer.sources if h.paper_id not in cited]
     if others:
         show("\nNearest papers:" if answer.refused or not answer.citations else "\nAlso consulted (not cited):")

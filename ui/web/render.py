@@ -152,6 +152,10 @@ def highlighted_abstract(abstract: str, spans: Sequence[tuple[int, int]]) -> str
     return "".join(out)
 
 
+_NOT_STATED_BADGE = ('<span class="pc-badge pc-weak" title="the nearest paper: its abstract does not state what is '
+                     'asked">not stated</span>')
+
+
 def _support_badge(support: float, weak: bool) -> str:
     kind = "weak" if weak else "ok"
     label = "weak" if weak else "supported"
@@ -183,8 +187,10 @@ def _cited_card(answer: Answer, citation) -> str:
     hit = next((h for h in answer.sources if h.paper_id == citation.paper_id), None)
     abstract = (hit.abstract or hit.text) if hit is not None else citation.evidence
     checks = [c for c in answer.checks if c.paper_id == citation.paper_id and c.marker == citation.marker]
+    # A paper cited as the nearest one whose abstract does not state what is asked: its sentence supports nothing.
+    badge = _NOT_STATED_BADGE if answer.not_stated else None
     claims = "".join(
-        f'<li class="{"pc-claim-weak" if c.weak else "pc-claim"}">{_support_badge(c.support, c.weak)} '
+        f'<li class="{"pc-claim-weak" if c.weak else "pc-claim"}">{badge or _support_badge(c.support, c.weak)} '
         f"{esc(readable(c.claim))}</li>"
         for c in checks
     )

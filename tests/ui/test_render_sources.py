@@ -1,0 +1,27 @@
+"""The sources panel (ui.web.render.sources_html): what each cited paper's card says of the claims citing it."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.answers.citations import ClaimCheck
+from rag.types import Answer, Citation, Hit
+
+ABSTRACT = "We propose FedSSM for client selection. Experiments on four multimodal benchmarks show gains."
+
+
+@pytest.mark.parametrize("not_stated, badge", [(True, "not stated"), (False, "supported 0.90")])
+def test_a_nearest_paper_cited_for_a_detail_it_does_not_state_is_not_called_supported(not_stated, badge):
+    from ui.web.render import sources_html
+
+    hit = Hit(1, "f#1", "FedSSM", 0.5, "f.txt", 1, ABSTRACT, abstract=ABSTRACT)
+    evidence = "We propose FedSSM for client selection."
+    claim = "nearest paper; its abstract names no benchmarks" if not_stated else "FedSSM selects clients."
+    support = 0.0 if not_stated else 0.9
+    answer = Answer(question="q", answer="...", sources=[hit], not_stated=not_stated, refused=not_stated,
+                    citations=[Citation(1, "f#1", "FedSSM", "f.txt", 1, evidence=evidence, support=support,
+                                        claim=claim)],
+                    checks=[ClaimCheck(claim, 1, "f#1", evidence, 0, len(evidence), support, False)])
+    panel = sources_html(answer)
+    assert badge in panel
+    assert "supported 0.00" not in panel
