@@ -25,3 +25,4 @@ def test_a_nearest_paper_cited_for_a_detail_it_does_not_state_is_not_called_supp
     panel = sources_html(answer)
     assert badge in panel
     assert "supported 0.00" not in panel
+    assert ("Abstract (its closest sentence highlighted)" in panel) is not_stated

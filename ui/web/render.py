@@ -189,6 +189,7 @@ def _cited_card(answer: Answer, citation) -> str:
     checks = [c for c in answer.checks if c.paper_id == citation.paper_id and c.marker == citation.marker]
     # A paper cited as the nearest one whose abstract does not state what is asked: its sentence supports nothing.
     badge = _NOT_STATED_BADGE if answer.not_stated else None
+    highlighted = "its closest sentence" if answer.not_stated else "supporting sentences"
     claims = "".join(
         f'<li class="{"pc-claim-weak" if c.weak else "pc-claim"}">{badge or _support_badge(c.support, c.weak)} '
         f"{esc(readable(c.claim))}</li>"
@@ -204,7 +205,7 @@ def _cited_card(answer: Answer, citation) -> str:
         f"{weak_label}</div>"
         f'<div class="pc-meta">{meta}</div>'
         + (f'<div class="pc-sub">Claims citing it</div><ul class="pc-claims">{claims}</ul>' if claims else "")
-        + f'<details class="pc-abstract" open><summary>Abstract (supporting sentences highlighted)</summary>'
+        + f'<details class="pc-abstract" open><summary>Abstract ({highlighted} highlighted)</summary>'
         f"<p>{highlighted_abstract(abstract, spans)}</p></details></div>"
     )
 
