@@ -524,10 +524,10 @@ def names_other_than(hit: Hit, question: str, *, kind: str = "") -> bool:
     abstract = _SPELLED_OUT.sub(" ", abstract)
     known = {n.lower().rstrip("s") for n in question_names(question)}
     known |= {w.lower().rstrip("s") for w in re.findall(r"[\w-]+", hit.title)}
-    about = re.compile(_EXPERIMENTS.pattern + (rf"|\b{re.escape(kind.rstrip('s'))}" if kind else ""), re.IGNORECASE)
+    kind_word = re.compile(rf"\b{re.escape(kind.rstrip('s'))}", re.IGNORECASE) if kind else None
     for a, b in split_sentences(abstract):
         sentence = abstract[a:b]
-        if kind and not about.search(sentence):
+        if kind_word is not None and not (_EXPERIMENTS.search(sentence) or kind_word.search(sentence)):
             continue
         if any(name.lower().rstrip("s") not in known for name in question_names(sentence)):
             return True
