@@ -176,6 +176,9 @@ def test_search_keeps_only_the_hits_that_pass_the_filters(cli):
     (["ask", "federated", "--extractive", "--where", "year>=2027"], "no paper of the 76 in the index passes year>="),
     (["ask", "federated", "--extractive", "--where", "author~Bengio"], "no paper in the index records authors"),
     (["ask", "--batch", "-", "--markdown"], "--markdown writes one answer"),
+    # Filters no paper passes: search says so as ask does, not "no matching papers" (an export writes its header).
+    (["search", "federated", "--where", "year>=2027"], "no paper of the 76 in the index passes year>="),
+    (["search", "federated", "--json", "--where", "author~Bengio"], "no paper in the index records authors"),
 ])
 def test_bad_export_and_filter_input_is_one_line(cli, argv, says):
     code, out, err = cli(*argv)

@@ -3,11 +3,11 @@ rag/exports/filtered.py, over the command's components (the same one ``ask`` han
 
 from __future__ import annotations
 
-from rag.exports.filtered import check_sources
+from rag.exports.filtered import check_filters, check_sources
 from rag.exports.filtered import filtered_search as _filtered_search
 from rag.exports.filters import PaperFilter
 
-__all__ = ["check_sources", "filtered_search"]
+__all__ = ["check_filters", "check_sources", "filtered_search"]
 
 
 def filtered_search(components, question: str, k: int, filters: list[PaperFilter]):

@@ -13,7 +13,7 @@ from rag.exports.filters import parse_filters
 from rag.labels import metadata_line
 from rag.plain_text import readable
 from rag.text import clean_input, say
-from ui.cli.filtering import filtered_search
+from ui.cli.filtering import check_filters, filtered_search
 from ui.cli.output import read_line, show, show_json
 from ui.shared.commands import components_from_args
 
@@ -73,6 +73,8 @@ def cmd_search(args) -> int:
     filters = parse_filters(args.where, args.source)  # a bad filter is said before anything is built
     components = components_from_args(args)
     components.ensure_index()
+    if filters:  # filters no paper passes are named, as `ask` names them, not shown as "no matching papers"
+        check_filters(components.papers(), filters)
     retriever = components.retriever
     if args.batch:
         rows = read_batch(args.batch)
