@@ -159,12 +159,26 @@ class CountingLLMServer(ScriptedLLMServer):
 
         class Counting(self._httpd.RequestHandlerClass):
             def _stream(self, *args, **kwargs):
+                self._counted = True
                 with server._count_lock:
                     server.streaming += 1
                     server.peak = max(server.peak, server.streaming)
                 try:
                     return super()._stream(*args, **kwargs)
                 finally:
+                    self._uncount()
+
+            def _write(self, data: bytes, *args, **kwargs):
+                # The client is done once it reads the finish chunk and may start its next answer while this
+                # thread still writes [DONE] and sleeps: an answer stops counting before that chunk leaves, so
+                # only answers the app really has under way at once are counted together.
+                if b'"finish_reason": "stop"' in data:
+                    self._uncount()
+                return super()._write(data, *args, **kwargs)
+
+            def _uncount(self) -> None:
+                if getattr(self, "_counted", False):
+                    self._counted = False
                     with server._count_lock:
                         server.streaming -= 1
 
