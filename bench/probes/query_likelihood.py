@@ -27,10 +27,12 @@ import time
 from pathlib import Path
 
 import numpy as np
+from sklearn.metrics import roc_auc_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from rag.components import Components  # noqa: E402
+from rag.evaluation import DevQuestion, dev_metrics, load_dev  # noqa: E402
 from rag.llm.embedded_model import bundled_gguf  # noqa: E402
 from rag.settings import load_settings  # noqa: E402
 
@@ -51,31 +53,10 @@ def question_logprobs(llm, prefix: str, question: str, n_ctx: int) -> np.ndarray
     return logits[np.arange(len(asked)), asked] - log_norm
 
 
-def single_paper_questions(files: list[Path], *, answerable_only: bool) -> list[dict]:
-    rows = []
-    for path in files:
-        for line in path.read_text().splitlines():
-            row = json.loads(line)
-            if row.get("history") or row["type"] == "multi":
-                continue
-            if answerable_only and row["type"] == "unanswerable":
-                continue
-            rows.append({**row, "set": path.stem})
-    return rows
-
-
-def key(hit) -> str:
-    return f"{Path(hit.source).name}#{hit.ordinal}"
-
-
-def gold(row: dict) -> set[str]:
-    return {f"{g['file']}#{g['ordinal']}" for g in row["gold"]}
-
-
-def auc(positive: list[float], negative: list[float]) -> float:
-    """Chance that a random positive scores above a random negative (ties count half)."""
-    p, n = np.asarray(positive)[:, None], np.asarray(negative)[None, :]
-    return float(((p > n).sum() + 0.5 * (p == n).sum()) / (p.size * n.size))
+def single_paper_questions(files: list[Path], *, answerable_only: bool) -> list[tuple[str, DevQuestion]]:
+    """(file stem, question) for each question of ``files`` about one paper or none (no follow-ups)."""
+    return [(path.stem, q) for path in files for q in load_dev(path)
+            if not q.history and q.kind != "multi" and not (answerable_only and q.kind == "unanswerable")]
 
 
 def main() -> None:
@@ -93,37 +74,43 @@ def main() -> None:
     rows = single_paper_questions(args.files, answerable_only=args.probe == "rerank")
     rows = rows[: args.limit] if args.limit else rows
     k = args.k if args.probe == "rerank" else 1
-    found = retriever.search_many([r["question"] for r in rows], k)
+    found = retriever.search_many([q.question for _, q in rows], k)
     llm = Llama(model_path=str(bundled_gguf()), n_ctx=args.n_ctx, n_threads=2, logits_all=True, verbose=False)
     started = time.perf_counter()
     results = []
-    for row, hits in zip(rows, found, strict=True):
-        with_paper = [question_logprobs(llm, PAPER_PROMPT.format(title=h.title, abstract=h.abstract), row["question"],
+    for (stem, q), hits in zip(rows, found, strict=True):
+        with_paper = [question_logprobs(llm, PAPER_PROMPT.format(title=h.title, abstract=h.abstract), q.question,
                                         args.n_ctx) for h in hits]
-        entry = {"id": row["id"], "set": row["set"], "type": row["type"], "gold": sorted(gold(row)),
-                 "keys": [key(h) for h in hits], "score": [h.score for h in hits],
-                 "dense": [h.dense_score for h in hits], "likelihood": [float(lp.mean()) for lp in with_paper]}
+        entry = {"id": q.id, "set": stem, "type": q.kind, "hits": hits, "gold": q.gold,
+                 "likelihood": [float(lp.mean()) for lp in with_paper]}
         if args.probe == "answerable":
-            without = question_logprobs(llm, NO_PAPER_PROMPT, row["question"], args.n_ctx)
+            without = question_logprobs(llm, NO_PAPER_PROMPT, q.question, args.n_ctx)
             entry["pmi"] = float((with_paper[0] - without).mean())
         results.append(entry)
     seconds = time.perf_counter() - started
     report: dict = {"probe": args.probe, "questions": len(results), "k": k, "seconds": round(seconds, 1)}
+    questions = [q for _, q in rows]
     if args.probe == "rerank":
         def r_at_1(score) -> float:
-            return round(float(np.mean([e["keys"][int(np.argmax(score(e)))] in e["gold"] for e in results])), 4)
+            reranked = [[e["hits"][i] for i in np.argsort(-score(e), kind="stable")] for e in results]
+            return round(dev_metrics(questions, reranked)["recall@1"], 4)
 
-        report["r@1_retriever"] = r_at_1(lambda e: np.asarray(e["score"]))
+        report["r@1_retriever"] = r_at_1(lambda e: np.asarray([h.score for h in e["hits"]]))
         report["r@1_likelihood"] = r_at_1(lambda e: np.asarray(e["likelihood"]))
         for w in (0.05, 0.2, 0.5, 1.0, 2.0):
-            report[f"r@1_fused_w{w}"] = r_at_1(lambda e, w=w: np.asarray(e["score"]) + w * np.asarray(e["likelihood"]))
+            report[f"r@1_fused_w{w}"] = r_at_1(
+                lambda e, w=w: np.asarray([h.score for h in e["hits"]]) + w * np.asarray(e["likelihood"]))
     else:
-        right = [e for e in results if e["type"] != "unanswerable" and e["keys"][0] in e["gold"]]
+        def top_is_gold(e) -> bool:
+            return (e["hits"][0].source, e["hits"][0].ordinal) in e["gold"]
+
+        right = [e for e in results if e["type"] != "unanswerable" and top_is_gold(e)]
         unanswerable = [e for e in results if e["type"] == "unanswerable"]
         report["answerable_right"], report["unanswerable"] = len(right), len(unanswerable)
         for name, value in (("pmi", lambda e: e["pmi"]), ("likelihood", lambda e: e["likelihood"][0]),
-                            ("dense", lambda e: e["dense"][0]), ("fused", lambda e: e["score"][0])):
-            report[f"auc_{name}"] = round(auc([value(e) for e in right], [value(e) for e in unanswerable]), 3)
+                            ("dense", lambda e: e["hits"][0].dense_score), ("fused", lambda e: e["hits"][0].score)):
+            scores = [value(e) for e in right] + [value(e) for e in unanswerable]
+            report[f"auc_{name}"] = round(float(roc_auc_score([1] * len(right) + [0] * len(unanswerable), scores)), 3)
     print(json.dumps(report))
 
 
