@@ -41,7 +41,7 @@ class ListQuestion:
 
 
 def load_questions(paths: list[Path], data_dir: str) -> list[ListQuestion]:
-    from rag.answers.extractive import ExtractiveAnswerer, mentions, question_names
+    from rag.answers.extractive import ExtractiveAnswerer, mentions, required_names
     from rag.answers.pipeline import PipelineConfig
     from rag.components import Components
     from rag.evaluation import load_dev
@@ -60,7 +60,7 @@ def load_questions(paths: list[Path], data_dir: str) -> list[ListQuestion]:
             gold = set(q.gold)
             labels = np.array([(h.source.split("/")[-1], h.ordinal) in gold for h in hits], dtype=int)
             topic = answerer.list_topic(q.question)
-            names = question_names(topic)
+            names = required_names(topic)
             named = np.array([not names or any(mentions(h, n) for n in names) for h in hits], dtype=float)
             keys = [answerer.key_terms(topic, h) for h in hits]  # each candidate's, were it the likeliest
             keeps = np.array([[answerer.uses_all(h, key) for h in hits] for key in keys], dtype=bool)

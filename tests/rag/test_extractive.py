@@ -12,6 +12,7 @@ from rag.answers.extractive import (
     asks_for_figure,
     is_multi_paper_question,
     mentions,
+    required_names,
 )
 from rag.types import Hit, Paper
 from tests.conftest import FakeRetriever
@@ -128,6 +129,35 @@ def test_a_name_is_mentioned_as_written_in_the_singular_or_spelled_out(name, men
     paper = Paper(paper_id="p", source="s.txt", ordinal=1, title="Agents",
                   abstract="We evaluate graph neural networks as agents on ALFWorld and WebShop.")
     assert mentions(Hit.of_paper(paper, rank=1, score=1.0, text=paper.abstract), name) is mentioned
+
+
+@pytest.mark.parametrize(("abstract", "mentioned"), [
+    ("We predict the effect of each action on classification tasks.", False),  # "ct" inside words, "c... t..."
+    ("Confidence regions for computed tomography (CT) reconstructions.", True),
+    ("Scans from CT-based screening.", True),
+    ("CTs of the chest.", True),
+    ("Reconstructions from CT2 scanners.", True),
+])
+def test_a_short_name_is_mentioned_only_as_a_whole_word(abstract, mentioned):
+    paper = Paper(paper_id="p", source="s.txt", ordinal=1, title="A paper", abstract=abstract)
+    assert mentions(Hit.of_paper(paper, rank=1, score=1.0, text=abstract), "CT") is mentioned
+
+
+@pytest.mark.parametrize("written", ["Metropolis--Hastings", "Metropolis\u2013Hastings", "Metropolis-Hastings"])
+def test_a_hyphenated_name_is_mentioned_however_the_abstract_writes_its_dash(written):
+    abstract = f"We study independence {written} samplers."
+    paper = Paper(paper_id="p", source="s.txt", ordinal=1, title="A paper", abstract=abstract)
+    assert mentions(Hit.of_paper(paper, rank=1, score=1.0, text=abstract), "Metropolis-Hastings")
+
+
+@pytest.mark.parametrize(("topic", "required"), [
+    ("evaluate LLM agents on ALFWorld", ["ALFWorld"]),
+    ("work with medical pictures such as X-rays, CT scans or photos of the eye", []),
+    ("use retinal images (e.g. OCT scans)", []),
+    ("evaluate on WebShop, for example with memory agents like AdaMEM", ["WebShop"]),
+])
+def test_a_list_requires_the_names_of_its_main_clause_not_those_of_its_examples(topic, required):
+    assert required_names(topic) == required
 
 
 def _sockets(abstract: str, title: str = "Sockets") -> Hit:
