@@ -102,9 +102,11 @@ _EXPERIMENTS = re.compile(r"\b(?:evaluat|experiment|benchmark|dataset|test|train
                           re.IGNORECASE)
 # Where a list topic's main clause ends: examples, relative clauses, asides ("..., where forward and backward
 # passes see stale weights", "(MDPs, policy evaluation)", "such as backdoors").
+# (Each phrase stands as a word: "brain-like" is no "like", and "e.g." is followed by a space, not a word boundary.)
 _SUBORDINATE = re.compile(
-    r"\s*(?:\(|,\s*(?:e\.g\.|for example|such as|i\.e\.|like|including|whether|meaning|where|which|that|and)\b|"
-    r"\b(?:where|which|whose|such as|e\.g\.|i\.e\.|for example|like|including|whether|either|so that|so)\b).*$",
+    r"\s*(?:\(|,\s*(?:e\.g\.|for example|such as|i\.e\.|like|including|whether|meaning|where|which|that|and)(?![\w-])|"
+    r"(?<![\w-])(?:where|which|whose|such as|e\.g\.|i\.e\.|for example|like|including|whether|either|so that|so)"
+    r"(?![\w-])).*$",
     re.IGNORECASE,
 )
 # Alternatives in a topic ("smoothness or curvature condition"): a paper about it uses one of them, not both.

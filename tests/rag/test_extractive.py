@@ -154,6 +154,8 @@ def test_a_hyphenated_name_is_mentioned_however_the_abstract_writes_its_dash(wri
     ("evaluate LLM agents on ALFWorld", ["ALFWorld"]),
     ("work with medical pictures such as X-rays, CT scans or photos of the eye", []),
     ("use retinal images (e.g. OCT scans)", []),
+    ("use retinal images, e.g. OCT scans", []),
+    ("model brain-like learning rules in Hebbian networks", ["Hebbian"]),
     ("evaluate on WebShop, for example with memory agents like AdaMEM", ["WebShop"]),
 ])
 def test_a_list_requires_the_names_of_its_main_clause_not_those_of_its_examples(topic, required):
