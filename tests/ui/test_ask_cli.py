@@ -123,6 +123,21 @@ def test_extractive_batch_with_history(env, capsys, tmp_path):
     assert rows[1]["citations"][0]["title"] == "MA-RAG"
 
 
+@pytest.mark.parametrize(("second", "fragment"), [
+    ({"question": "   "}, "record 2: the question is empty"),
+    ({"question": "and then?", "history": "Tell me about MA-RAG"}, "record 2: 'history' must be a list"),
+    ({"query": 5}, "record 2: no 'question' string"),
+])
+def test_a_bad_batch_record_is_said_before_any_answer_or_model_start(env, capsys, tmp_path, second, fragment):
+    batch = tmp_path / "b.jsonl"
+    batch.write_text(json.dumps({"question": "What did the MA-RAG authors evaluate on?"}) + "\n"
+                     + json.dumps(second) + "\n")
+    code = main(["ask", "--batch", str(batch), "--json"])  # no endpoint: the embedded model would answer
+    out = capsys.readouterr()
+    assert code == 1 and fragment in out.err, out.err
+    assert out.out == "" and "embedded" not in out.err  # no answer written, nothing started or announced
+
+
 def test_a_detail_the_abstract_does_not_state_shows_the_nearest_paper_not_its_support(env, capsys):
     code = main(["ask", "--extractive", "What are the names of the four benchmarks FedSSM was evaluated on?"])
     out = capsys.readouterr()

@@ -100,20 +100,30 @@ def cmd_ask(args) -> int:
     if args.batch and args.markdown:
         raise QueryError("--markdown writes one answer: ask one question, or use --batch alone (JSON lines)")
     question = None if args.batch else question_arg(args.question)
-    filters = parse_filters(args.where, args.source)  # a bad filter too is said before anything is built
+    # A bad batch file, like a bad filter or question, is said before anything is built or announced, and before
+    # any answer is written: not after the model has started, nor halfway through the file.
+    rows = read_batch(args.batch) if args.batch else []
+    for number, row in enumerate(rows, start=1):
+        history = row.get("history") or []
+        if not isinstance(history, list) or not all(isinstance(m, dict) for m in history):
+            raise QueryError(f"{args.batch}: record {number}: 'history' must be a list of "
+                             "{\"role\": ..., \"content\": ...} objects")
+    filters = parse_filters(args.where, args.source)
     with components_from_args(args) as components:
-        if question is not None:  # a bad question is said before anything is built or announced
+        if question is not None:
             validate_question(question, components.settings.max_question_chars)
+        for number, row in enumerate(rows, start=1):
+            try:
+                validate_question(row["question"], components.settings.max_question_chars)
+            except QueryError as e:
+                raise QueryError(f"{args.batch}: record {number}: {e}") from e
         components.ensure_index()
         _say_if_starting(components)
         pipeline = components.filtered(components.pipeline, filters)
         _say_notice(components)
         if args.batch:
-            for row in read_batch(args.batch):
-                history = row.get("history") or []
-                if not isinstance(history, list) or not all(isinstance(m, dict) for m in history):
-                    raise QueryError("'history' must be a list of {\"role\": ..., \"content\": ...} objects")
-                answer = pipeline.answer(row["question"], history, k=args.k)
+            for row in rows:
+                answer = pipeline.answer(row["question"], row.get("history") or [], k=args.k)
                 show_json(batch_line(row, answer.to_dict()), flush=True)
             return 0
         if args.json:
