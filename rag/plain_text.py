@@ -26,7 +26,8 @@ _SYMBOLS = {
 }
 _SYMBOL = re.compile(r"\\(" + "|".join(sorted(_SYMBOLS, key=len, reverse=True)) + r")(?![A-Za-z])")
 _ESCAPED = re.compile(r"\\([%&_#$]|\{|\})")
-_SPACING = re.compile(r"\\[,;:! ]|~(?=\d)")
+# A tie ("Fig.~3", "Table~2"), not the "~" that "$\\sim$" becomes ("$2\\sim3\\times$" -> "2~3×", "$\\sim$5%").
+_SPACING = re.compile(r"\\[,;:! ]|(?<=[A-Za-z.])~(?=\d)")
 # Inline math between single dollars on one line; a lone "$5" price is left alone.
 _MATH = re.compile(r"(?<![\\$])\$(?!\s)([^$\n]{1,200}?)(?<![\s\\])\$(?=(\d)?)")
 _NUMBER = re.compile(r"[\d.,\s-]*")

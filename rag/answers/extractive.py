@@ -46,7 +46,10 @@ _QUESTION_WORDS = (
 _ASKS_WHAT_IT_DOES = (
     "measure measures measured measuring quantify quantifies assess assesses test tests solve solves tackle tackles "
     "address addresses target targets aim aims goal goals purpose focus focuses contribution contributions idea "
-    "ideas offer offers provide provides improve improves help helps mean means problem problems"
+    "ideas offer offers provide provides improve improves help helps mean means problem problems "
+    # ... or ask for it in brief: "summarize CogRouter in one sentence", "explain MA-RAG", "ELI5 ConPress".
+    "summarize summarise summary tldr tl dr eli5 explain overview gist nutshell brief briefly short shortly "
+    "simple simply plain sentence sentences words one two three"
 )
 _MULTI = re.compile(r"\b(which|what|any|are there|list|find)\b.{0,40}\b(papers|works|methods|approaches|abstracts)\b",
                     re.IGNORECASE)
@@ -200,6 +203,12 @@ def names_paper(question: str, hit: Hit) -> bool:
     return mentions_title(question, hit.title)
 
 
+def _title_position(text: str, title: str) -> int:
+    """Where ``text`` first names a short title (the order a comparison names its papers in)."""
+    match = re.search(r"(?<![\w-])" + re.escape(title.strip()) + r"(?![\w-])", text, re.IGNORECASE)
+    return match.start() if match else len(text)
+
+
 def mentions_title(text: str, title: str) -> bool:
     """Does ``text`` use a short title (one or two words, e.g. "FedSSM") as a whole word, in any case?"""
     title = title.strip()
@@ -235,14 +244,22 @@ class ExtractiveAnswerer:
         count = counts_papers(question)
         # "What does PoLar evaluate on, and which prior approaches does it beat?" asks about PoLar, not for a list.
         multi = is_multi_paper_question(question) and (count or not any(names_paper(question, h) for h in hits))
-        chosen, closest, covered, named = self._choose_papers(question, hits, multi)
+        named_papers = [] if multi else sorted((i for i, h in enumerate(hits) if names_paper(question, h)),
+                                               key=lambda i: _title_position(question, hits[i].title))
+        if len(named_papers) > 1:
+            # "Compare FedSSM and Fed-Kalter", "How does X differ from Y?": each named paper in its own words
+            # (neither abstract mentions the other, which is no reason to decline).
+            chosen, closest, covered, named, multi = named_papers, 0.0, 0.0, False, True
+        else:
+            chosen, closest, covered, named = self._choose_papers(question, hits, multi)
         if not chosen:
             return AnswerPlan("not_covered", multi=multi)
         # "Which papers ..., and how much does it help?" with one paper that qualifies is a question about it.
         multi = multi and (len(chosen) > 1 or count)
         question_terms = set(self.analyze(question))
-        # A list gives each paper one sentence, or one for each part of "which papers use X, and how much ...?".
-        per_paper = max(1, len(question_parts(question)) - 1)
+        # A list gives each paper one sentence, or one for each part of "which papers use X, and how much ...?";
+        # a comparison two.
+        per_paper = max(2 if len(named_papers) > 1 else 1, len(question_parts(question)) - 1)
         papers = [PaperEvidence(i, self._best_sentences(question, question_terms, hits[i],
                                                         per_paper if multi else self.params.sentences_single))
                   for i in chosen]
@@ -260,7 +277,8 @@ class ExtractiveAnswerer:
         # Quoted as a reader reads them: the abstracts' LaTeX and Markdown markup left out.
         if plan.multi:
             # One sentence a paper, or one for each part of "Which papers use X, and how much does it help?".
-            lines = [f"- {hits[p.index].title}: {' '.join(readable(s) for s in p.sentences)} [{p.index + 1}]"
+            # (each sentence cited, as the claim check cites it: the text checked is the text shown)
+            lines = [f"- {hits[p.index].title}: {' '.join(f'{readable(s)} [{p.index + 1}]' for s in p.sentences)}"
                      for p in plan.papers]
             if plan.count:
                 n = len(plan.papers)
@@ -296,7 +314,9 @@ class ExtractiveAnswerer:
             missing = sorted((t for t in self.focus_terms(question, hit) - self.asking_words
                               if not _present(t, present, self.analyze) and len(t) > 2 and self.corpus_uses(t)),
                              key=lambda t: (-self.idf(t), t))  # ties in a fixed order
-            return "never mentions " + _join(_surface(question, missing[:3], self.analyze))
+            # Only what can be named counts: "tl;dr of FedSSM" lacks no word the corpus knows.
+            if missing:
+                return "never mentions " + _join(_surface(question, missing[:3], self.analyze))
         if not asks_figure:
             return ""
         counted = _COUNTED.search(question)
@@ -543,7 +563,7 @@ def question_names(question: str) -> list[str]:
     names: list[str] = []
     for number, match in enumerate(_WORD_TOKEN.finditer(question)):
         token = _DESCRIPTIVE_SUFFIX.sub("", match.group(0))
-        if is_generic(token) or len(token) < 2:
+        if is_generic(token) or len(token) < 2 or token.lower() in _CHAT_ABBREVIATIONS:
             continue
         letters = [ch for ch in token if ch.isalpha()]
         acronym = len(letters) >= 2 and sum(ch.isupper() for ch in letters) >= 2
@@ -560,6 +580,8 @@ def required_names(topic: str) -> list[str]:
     return question_names(_SUBORDINATE.sub("", topic))
 
 
+# How people write in a chat box, not names of anything a paper could mention: "ELI5 ConPress", "TL;DR of X".
+_CHAT_ABBREVIATIONS = frozenset(["eli5", "tl", "dr", "tldr", "fyi", "btw", "imo", "pls", "plz", "asap"])
 _QUESTION_OPENERS = frozenset([
     "i", "i'm", "im", "is", "are", "what", "which", "how", "any", "who", "where", "when", "does", "do", "did", "can",
 ])

@@ -22,7 +22,12 @@ _TOPICS = re.compile(
     r"^(?:so,?\s+)?(?:what|which)\s+(?:are\s+|were\s+)?(?:the\s+)?(?:main\s+|key\s+|major\s+|big\s+|research\s+)?"
     r"(?:topics|themes|research\s+areas|areas)\b|"
     r"^(?:list|show|give\s+me|summari[sz]e)\s+(?:me\s+)?(?:the\s+)?(?:main\s+|key\s+)?(?:topics|themes)\b|"
-    r"^what\s+(?:is|are)\s+(?:this|these|the)\s+(?:conference|collection|corpus|index|papers)\s+(?:mostly\s+)?about\b",
+    r"^what\s+(?:is|are)\s+(?:this|these|the)\s+(?:conference|collection|corpus|index|papers)\s+(?:mostly\s+)?about\b|"
+    # The size of the whole collection ("how many papers are there?"): the topics' answer says it, with what they are.
+    r"^how\s+many\s+(?:papers|abstracts|articles|works|documents)\s+(?:are\s+there|do\s+you\s+have|"
+    r"(?:are\s+there\s+|do\s+you\s+have\s+|are\s+)?(?:in\s+(?:the|this|your)\s+(?:index|collection|corpus|conference|"
+    r"dataset|set|database)|in\s+total|altogether)|(?:does|do)\s+(?:the|this|your)\s+(?:index|collection|corpus|"
+    r"conference|dataset|database)\s+(?:have|hold|contain))(?:\s+(?:in\s+total|altogether))?\s*[?.!]*$",
     re.IGNORECASE,
 )
 

@@ -162,6 +162,33 @@ def test_a_list_requires_the_names_of_its_main_clause_not_those_of_its_examples(
     assert required_names(topic) == required
 
 
+@pytest.mark.parametrize("question", [
+    "summarize CogRouter in one sentence", "ELI5 CogRouter", "TL;DR of CogRouter", "tl;dr CogRouter",
+    "explain CogRouter to me briefly", "What's the main idea of CogRouter?",
+])
+def test_asking_for_a_named_paper_in_brief_is_answered_from_its_abstract(retriever, question):
+    # Before: "does not state this: it never mentions one" (or ELI5), and an IndexError when the words the
+    # abstract lacked were all too short to name ("tl", "dr", "s").
+    plan, hits = plan_for(retriever, question, "CogRouter")
+    assert plan.kind == "answer", plan.missing
+    assert "CogRouter" in answerer(retriever).write(plan, hits)
+
+
+@pytest.mark.parametrize("question", ["Compare SPARe and FedSSM", "How does SPARe differ from FedSSM?",
+                                      "SPARe vs FedSSM: which needs more GPUs?"])
+def test_a_comparison_of_named_papers_answers_from_each_in_the_order_named(retriever, question):
+    hits = retriever.search(question, len(TITLES))
+    plan = answerer(retriever).plan(question, hits)
+    assert plan.kind == "answer" and plan.multi and not plan.count
+    assert [hits[p.index].title for p in plan.papers] == ["SPARe", "FedSSM"]
+    text = answerer(retriever).write(plan, hits)
+    first, second = text.splitlines()
+    assert first.startswith("- SPARe: ") and second.startswith("- FedSSM: ")
+    # every sentence carries its paper's marker, as the claim check would put it
+    for line, paper in zip((first, second), plan.papers, strict=True):
+        assert line.count(f"[{paper.index + 1}]") == len(paper.sentences) >= 2
+
+
 def _sockets(abstract: str, title: str = "Sockets") -> Hit:
     return Hit(rank=1, paper_id="p", title=title, score=1.0, source="s.txt", ordinal=1, text=abstract,
                abstract=abstract)

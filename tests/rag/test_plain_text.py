@@ -24,6 +24,8 @@ from tests.conftest import BUNDLED_CORPUS
     (r"$100\mathrm{k}+$ GPUs", "100k+ GPUs"),
     (r"$O(n^{2})$ time and $\epsilon$-DP", "O(n^2) time and ε-DP"),
     (r"dense in C(M) on compact M$\subset\mathbb R^N$", "dense in C(M) on compact M⊂R^N"),
+    (r"overhead of only $2\sim3\times$", "overhead of only 2~3×"),  # not "2 3×": a "~" before a digit is no tie
+    (r"about $\sim$5\% and see Fig.~3", "about ~5% and see Fig. 3"),
 ])
 def test_markup_is_left_out(raw, shown):
     assert readable(raw) == shown

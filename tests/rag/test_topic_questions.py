@@ -16,13 +16,19 @@ class WholeIndexRetriever(FakeRetriever):
 
 
 @pytest.mark.parametrize("question", ["What are the main topics?", "which research areas do these papers cover?",
-                                      "What is this collection about?", "List the topics"])
+                                      "What is this collection about?", "List the topics",
+                                      # the collection's size: the topics' answer opens with it
+                                      "how many papers are there?", "How many papers are in the index?",
+                                      "how many abstracts do you have", "How many papers does the corpus contain?",
+                                      "how many papers in total"])
 def test_topic_questions_are_recognised(question):
     assert asks_for_topics(question)
 
 
 @pytest.mark.parametrize("question", ["Which papers cover topics like federated learning?",
-                                      "What does FedSSM propose?", "How many papers are about routing?"])
+                                      "What does FedSSM propose?", "How many papers are about routing?",
+                                      "how many papers are there about RL?", "How many papers use ALFWorld?",
+                                      "How many papers are in the index about agents?"])
 def test_other_questions_are_not_topic_questions(question):
     assert not asks_for_topics(question)
 
