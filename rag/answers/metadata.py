@@ -1,5 +1,6 @@
 """Questions about papers' metadata, answered from it: "who wrote the Adam paper?" (the authors of a named
-paper), "papers from 2024" (the papers of a year) and "papers by Kingma" (an author's papers), each cited.
+paper, or that the index records none), "papers from 2024" (the papers of a year) and "papers by Kingma" (an
+author's papers), each cited.
 
 Abstracts rarely name their authors or year, so neither the writer nor the citation check could answer
 these; the records the user ingested do (JSONL/CSV/JSON ``authors``, ``year``, ``venue``). These answers are
@@ -12,6 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from rag.answers.prompts import NOT_COVERED
+from rag.corpus.chunking import split_sentences
 from rag.labels import authors_text, metadata_line
 from rag.types import Answer, Citation, Hit, Paper
 
@@ -80,14 +83,32 @@ def _authors_of(question: str, subject: str, hits: Sequence[Hit], *, pinned: boo
             break
     if named is None and pinned and hits:
         named = hits[0]
-    if named is None or not named.authors:
+    if named is None:
         return None
     number = hits.index(named) + 1
+    if not named.authors:
+        return _no_authors(question, named, number, hits)
     claim = f"{named.title} was written by {authors_text(named.authors, limit=len(named.authors))}"
     details = metadata_line((), named.year, named.venue, source=named.source)
     text = f"{claim} [{number}]." + (f" ({details})" if details else "")
     evidence = "Authors: " + ", ".join(named.authors)
     return cited_answer(question, text, list(hits), [(number, named, claim, evidence)])
+
+
+def _no_authors(question: str, named: Hit, number: int, hits: Sequence[Hit]) -> Answer:
+    """"Who wrote X?" where the index records no authors for X: said so, X cited as the paper asked about (an
+    abstract does not name its authors, so its sentences would answer something else)."""
+    text = (f"The index records no authors for \"{named.title}\" [{number}]. Its corpus file gives none, and an "
+            "abstract does not name its authors (ingest a JSONL or CSV file with an 'authors' field to record "
+            f"them). {NOT_COVERED}")
+    abstract = named.abstract or named.text
+    spans = split_sentences(abstract)
+    evidence = abstract[spans[0][0]:spans[0][1]] if spans else abstract[:300]
+    citation = Citation(marker=number, paper_id=named.paper_id, title=named.title, source=named.source,
+                        ordinal=named.ordinal, evidence=evidence, support=0.0,
+                        claim="the paper asked about; the index records no authors for it", weak=False)
+    return Answer(question=question, answer=text, citations=[citation], sources=list(hits), grounded=False,
+                  refused=True, not_stated=True, search_query=question)
 
 
 def _listing(question: str, papers: Sequence[Paper], what: str, collection: str) -> Answer:

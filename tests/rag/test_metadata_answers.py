@@ -65,8 +65,16 @@ def test_other_questions_and_missing_metadata_take_the_usual_path(pipeline, retr
     # No paper of that year, no such author: not a metadata answer (the usual path says what it finds).
     assert metadata_answer("papers from 1999", [], retriever.every_paper) is None
     assert metadata_answer("papers by Nobody", [], retriever.every_paper) is None
+    # A named paper without recorded authors: said so, the paper cited (its abstract's sentences would answer
+    # something else), counted as declined.
     hits_without_authors = [h.__class__(**{**h.__dict__, "authors": ()}) for h in retriever.search("Adam", 3)]
-    assert metadata_answer("who wrote the Adam paper?", hits_without_authors, None) is None
+    missing = metadata_answer("who wrote the Adam paper?", hits_without_authors, None)
+    assert missing.refused and missing.not_stated and not missing.grounded
+    title = "Adam: A Method for Stochastic Optimization"
+    assert missing.answer.startswith(f'The index records no authors for "{title}" [1]. ')
+    assert "'authors' field" in missing.answer
+    assert [(c.marker, c.paper_id, c.support) for c in missing.citations] == [(1, "adam", 0.0)]
+    assert missing.citations[0].evidence in hits_without_authors[0].abstract
     # A question about what the authors did is about the abstract, even for the paper a follow-up points at.
     adam_first = retriever.search("Adam", 3)
     assert metadata_answer("what did the authors of it evaluate on?", adam_first, None, pinned=True) is None
