@@ -47,6 +47,7 @@ _ASKS_WHAT_IT_DOES = (
     "measure measures measured measuring quantify quantifies assess assesses test tests solve solves tackle tackles "
     "address addresses target targets aim aims goal goals purpose focus focuses contribution contributions idea "
     "ideas offer offers provide provides improve improves help helps mean means problem problems "
+    "reach reaches reached obtain obtains attain attains "  # "What accuracy does MA-RAG reach?"
     # ... or ask for it in brief: "summarize CogRouter in one sentence", "explain MA-RAG", "ELI5 ConPress".
     "summarize summarise summary tldr tl dr eli5 explain overview gist nutshell brief briefly short shortly "
     "simple simply plain sentence sentences words one two three"

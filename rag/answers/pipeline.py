@@ -25,6 +25,7 @@ from rag.answers.follow_up import FollowUp, pinned_first, resolve_follow_up
 from rag.answers.metadata import metadata_answer
 from rag.answers.numbering import StreamNumbers, consecutive, renumber_text
 from rag.answers.prompts import NOT_COVERED, build_prompt, says_not_covered, small_model_messages
+from rag.answers.small_talk import small_talk_answer
 from rag.answers.topic_questions import topics_answer
 from rag.embedding.models import Embedder
 from rag.errors import LLMInterrupted
@@ -187,13 +188,19 @@ class AnswerPipeline:
         # Before anything else: a follow-up goes to the LLM to be condensed before the search checks it.
         validate_question(question, self.retriever.max_question_chars)
         k = k or self.config.top_k
+        papers = getattr(self.retriever, "every_paper", None)  # optional: in-memory test retrievers lack it
+        if small_talk := small_talk_answer(question, papers):  # "hello", "thanks!", "what can you do?"
+            small_talk.backend = self.backend
+            yield SourcesEvent([], question)
+            yield TextEvent(content=small_talk.answer)
+            yield FinalEvent(self._timed(small_talk, started))
+            return
         follow = self.follow_up(question, history)
         # "Which papers ..." lists every paper likely enough to be about its topic: look deeper than the top k.
         multi = is_multi_paper_question(question)
         hits = self.retriever.search(follow.query, max(k, self.config.multi_candidates) if multi else k)
         hits = pinned_first(follow, hits, self.retriever, k)
         # "Who wrote X?", "papers from 2024": answered from the papers' metadata, not their abstracts.
-        papers = getattr(self.retriever, "every_paper", None)  # optional: in-memory test retrievers lack it
         collection = hits[0].collection if hits else ""
         meta = metadata_answer(question, hits, papers, pinned=bool(follow.pinned), collection=collection) or (
             None if follow.pinned else topics_answer(question, self.topics, papers, collection=collection))

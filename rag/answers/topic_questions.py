@@ -30,10 +30,19 @@ _TOPICS = re.compile(
     r"conference|dataset|database)\s+(?:have|hold|contain))(?:\s+(?:in\s+total|altogether))?\s*[?.!]*$",
     re.IGNORECASE,
 )
+# The whole collection asked for ("list all papers", "show me every paper"): its topics, and where every paper is.
+_EVERY_PAPER = re.compile(
+    r"^(?:please\s+)?(?:list|show|give)\s+(?:me\s+)?(?:all|every|each)\s+(?:of\s+)?(?:the\s+)?(?:papers?|abstracts?)"
+    r"(?:\s+(?:in\s+(?:the|this|your)\s+(?:index|collection|corpus|conference)|you\s+have))?\s*[?.!]*$",
+    re.IGNORECASE,
+)
+EVERY_PAPER_HINT = ("Every paper is listed in the Papers tab (filter by topic or keyword), or by "
+                    "`paperchat export all` (CSV or BibTeX).")
 
 
 def asks_for_topics(question: str) -> bool:
-    return bool(_TOPICS.search(" ".join(question.split())))
+    text = " ".join(question.split())
+    return bool(_TOPICS.search(text) or _EVERY_PAPER.search(text))
 
 
 def topics_answer(question: str, topic_map: Callable[[], TopicMap] | None,
@@ -61,4 +70,6 @@ def topics_answer(question: str, topic_map: Callable[[], TopicMap] | None,
             cited.append((hit.rank, hit, f"{paper.title} is among the papers on {topic.label}", first))
         papers_word = "paper" if topic.size == 1 else "papers"
         lines.append(f"- {topic.label} ({topic.size} {papers_word}), e.g. {', '.join(named)}")
+    if _EVERY_PAPER.search(" ".join(question.split())):
+        lines.append(EVERY_PAPER_HINT)
     return cited_answer(question, "\n".join(lines), hits, cited)

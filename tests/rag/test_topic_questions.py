@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rag.answers.pipeline import AnswerPipeline, PipelineConfig
-from rag.answers.topic_questions import asks_for_topics
+from rag.answers.topic_questions import EVERY_PAPER_HINT, asks_for_topics
 from rag.topics.model import Topic, TopicMap
 from tests.conftest import FakeRetriever
 
@@ -20,7 +20,7 @@ class WholeIndexRetriever(FakeRetriever):
                                       # the collection's size: the topics' answer opens with it
                                       "how many papers are there?", "How many papers are in the index?",
                                       "how many abstracts do you have", "How many papers does the corpus contain?",
-                                      "how many papers in total"])
+                                      "how many papers in total", "list all papers", "show me every paper"])
 def test_topic_questions_are_recognised(question):
     assert asks_for_topics(question)
 
@@ -28,7 +28,8 @@ def test_topic_questions_are_recognised(question):
 @pytest.mark.parametrize("question", ["Which papers cover topics like federated learning?",
                                       "What does FedSSM propose?", "How many papers are about routing?",
                                       "how many papers are there about RL?", "How many papers use ALFWorld?",
-                                      "How many papers are in the index about agents?"])
+                                      "How many papers are in the index about agents?",
+                                      "list all papers about reinforcement learning"])
 def test_other_questions_are_not_topic_questions(question):
     assert not asks_for_topics(question)
 
@@ -59,3 +60,8 @@ def test_topics_are_answered_from_the_whole_collection_with_central_papers_cited
     assert all(c.evidence and c.evidence in papers[[p.paper_id for p in papers].index(c.paper_id)].abstract
                for c in answer.citations)
     assert [f"[{n}]" in answer.answer for n in (1, 2, 3, 4)] == [True] * 4 and not answer.refused
+    assert EVERY_PAPER_HINT not in answer.answer
+    # Asked for every paper: the same overview, and where the whole list is.
+    every = pipeline.answer("List all papers")
+    assert every.answer.startswith(f"The {len(papers)} papers fall into 2 topics")
+    assert every.answer.endswith(EVERY_PAPER_HINT) and len(every.citations) == 4

@@ -61,7 +61,7 @@ class AnswerNotes:
             removed_markers=answer.invalid_markers,
             unsupported=sum(not c.supported for c in answer.claims),
             recited=sum(c.recited for c in answer.claims),
-            ungrounded=not answer.grounded and not answer.refused,
+            ungrounded=not answer.grounded and not answer.refused and not answer.about_paperchat,
         )
 
 

@@ -1,0 +1,52 @@
+"""Greetings, thanks and "what can you do?": answered with how to use paperchat, not searched.
+
+Searched, "hello" found "the nearest papers" and "thanks!" was declined as a question the abstracts do not
+answer. These replies make no claim about any paper, so they cite none; the examples they give are built from
+the index (a paper it holds by its short name), never from one corpus's titles written into the code.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from rag.types import Answer, Paper
+
+_GREETING = re.compile(
+    r"^(?:hi|hello|hey|hiya|howdy|greetings|good\s+(?:morning|afternoon|evening)|yo)(?:\s+(?:there|paperchat))?"
+    r"\s*[!.?,]*$", re.IGNORECASE)
+_THANKS = re.compile(
+    r"^(?:(?:ok(?:ay)?|great|cool|nice|perfect|awesome)[,!.]*\s+)?(?:thanks?|thank\s+you|thx|ty|cheers)"
+    r"(?:\s+(?:a\s+lot|so\s+much|very\s+much))?\s*[!.]*$", re.IGNORECASE)
+_HELP = re.compile(
+    r"^(?:help|\?+|what\s+can\s+you\s+do|what\s+do\s+you\s+do|who\s+are\s+you|what\s+are\s+you|"
+    r"how\s+(?:do\s+i|can\s+i|should\s+i)\s+use\s+(?:this|you|it|paperchat)|how\s+does\s+(?:this|paperchat)\s+work|"
+    r"what\s+is\s+(?:this|paperchat)|what\s+(?:kind\s+of\s+|sort\s+of\s+)?questions\s+can\s+i\s+ask(?:\s+you)?)"
+    r"\s*[?!.]*$", re.IGNORECASE)
+
+
+def small_talk_answer(question: str, papers: Callable[[], Sequence[Paper]] | None) -> Answer | None:
+    """How to use paperchat, for a greeting, thanks or a request for help; None for any other question."""
+    text = " ".join(question.split())
+    if _THANKS.match(text):
+        return _reply(question, "You're welcome. Ask another question about the papers whenever you like.")
+    if _GREETING.match(text) or _HELP.match(text):
+        return _reply(question, _usage(papers() if papers is not None else ()))
+    return None
+
+
+def _usage(papers: Sequence[Paper]) -> str:
+    named = next((p.title.strip() for p in papers if 0 < len(p.title.split()) <= 2), "")
+    size = f"the {len(papers)} paper abstracts in this index" if papers else "the paper abstracts in this index"
+    examples = [f"What does {named} propose, and what was it evaluated on?"] if named else []
+    examples += ["Which papers use reinforcement learning? (every paper that qualifies, each cited)",
+                 "What are the main topics?"]
+    lines = [f"I answer questions about {size}. Every claim cites the abstract it comes from ([1], [2], ...), "
+             "and where the abstracts do not say, I say so. Try:"]
+    lines += [f"- {example}" for example in examples]
+    return "\n".join(lines)
+
+
+def _reply(question: str, text: str) -> Answer:
+    return Answer(question=question, answer=text, citations=[], sources=[], grounded=False, search_query="",
+                  about_paperchat=True)
