@@ -27,7 +27,7 @@ import numpy as np
 from rag.answers.membership import FEATURES, MembershipParams, chances, list_topic, listed, membership_features
 from rag.answers.sentence_kinds import sentence_penalties
 from rag.corpus.chunking import split_sentences
-from rag.corpus.titles import is_generic, looks_coined
+from rag.corpus.titles import is_generic, looks_coined, name_regex
 from rag.embedding.models import Embedder
 from rag.plain_text import readable
 from rag.types import Hit
@@ -204,9 +204,16 @@ def names_paper(question: str, hit: Hit) -> bool:
     return mentions_title(question, hit.title)
 
 
+def without_title(text: str, title: str) -> str:
+    """``text`` with the paper's short title taken out, however it is typed ("Fed SSM" for FedSSM)."""
+    if not title.strip() or len(title.split()) > 2:
+        return text
+    return re.sub(name_regex(title), " ", text, flags=re.IGNORECASE)
+
+
 def _title_position(text: str, title: str) -> int:
     """Where ``text`` first names a short title (the order a comparison names its papers in)."""
-    match = re.search(r"(?<![\w-])" + re.escape(title.strip()) + r"(?![\w-])", text, re.IGNORECASE)
+    match = re.search(name_regex(title), text, re.IGNORECASE)
     return match.start() if match else len(text)
 
 
@@ -215,7 +222,7 @@ def mentions_title(text: str, title: str) -> bool:
     title = title.strip()
     if not title or len(title.split()) > 2:
         return False
-    return re.search(r"(?<![\w-])" + re.escape(title) + r"(?![\w-])", text, re.IGNORECASE) is not None
+    return re.search(name_regex(title), text, re.IGNORECASE) is not None
 
 
 class ExtractiveAnswerer:
@@ -302,7 +309,7 @@ class ExtractiveAnswerer:
         if not asks_figure and not asked_name and not names_paper(question, hit):
             return ""  # a question that describes a paper in its own words asks for no particular detail
         abstract = hit.abstract or hit.text
-        absent = [name for name in question_names(question) if not mentions(hit, name)]
+        absent = [name for name in question_names(without_title(question, hit.title)) if not mentions(hit, name)]
         if absent:
             return "never mentions " + _join(absent)
         if asked_name and not names_other_than(hit, question, kind=asks_outright_for_names(question)):
@@ -351,7 +358,10 @@ class ExtractiveAnswerer:
         (rag/answers/membership.py), most likely first, or else the most likely one. A name the topic gives
         ("... evaluate on ALFWorld") must be in the abstract: no paper qualifies for it by meaning alone."""
         if not multi:
-            return [0], 0.0, 0.0, False
+            # A question that names one paper is about it, wherever the search ranked it ("cog router results":
+            # R2-Router's "routers" outscore CogRouter's name typed apart).
+            named = [i for i, h in enumerate(hits) if names_paper(question, h)]
+            return [named[0] if len(named) == 1 else 0], 0.0, 0.0, False
         params = self.params.membership
         topic = self.list_topic(question)
         features = self.topic_features(topic, hits)  # as deep as the caller searched
@@ -428,6 +438,7 @@ class ExtractiveAnswerer:
 
     def focus_terms(self, question: str, hit: Hit) -> set[str]:
         name_terms = set(self.analyze(hit.title)) if len(hit.title.split()) <= 2 else set()
+        question = without_title(question, hit.title)  # "what is Fed SSM?": neither "fed" nor "ssm" is a detail
         return {t for t in self.analyze(question) if t not in self.question_words and t not in name_terms}
 
     def coverage(self, question: str, hit: Hit, *, known_only: bool = False,

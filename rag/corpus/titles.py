@@ -109,6 +109,14 @@ def derive_title(abstract: str, max_words: int = 8) -> str:
     return capitalise(title) or UNTITLED
 
 
+def name_regex(title: str) -> str:
+    """A regex for a short title as people type it: whole, in any case, its parts run together or apart ("FedSSM",
+    "Fed SSM", "fed-ssm"; "MA-RAG", "MA RAG", "marag"; "CogRouter", "cog router"). Parts are split where the
+    title has a space or hyphen, or where a capital follows a small letter."""
+    parts = [p for p in re.split(r"[\s-]+|(?<=[a-z])(?=[A-Z])", title.strip()) if p]
+    return r"(?<![\w-])" + r"[\s-]?".join(re.escape(p) for p in parts) + r"(?![\w-])"
+
+
 def is_generic(token: str) -> bool:
     """True for field acronyms (LLM, LLMs, RL, PDE, CoT...) that are never the introduced method."""
     word = trim_token(token)

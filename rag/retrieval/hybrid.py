@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag.corpus.titles import looks_coined
+from rag.corpus.titles import looks_coined, name_regex
 from rag.embedding.models import Embedder
 from rag.retrieval.retriever import validate_question
 from rag.types import Hit, Paper
@@ -89,7 +89,7 @@ def _name_pattern(title: str) -> re.Pattern[str] | None:
     if not (re.search(r"[A-Z].*[A-Z]|\d|-", title[1:]) or (title.isupper() and len(title) > 2)
             or any(looks_coined(word) for word in title.split())):
         return None
-    return re.compile(r"(?<![\w-])" + re.escape(title) + r"(?![\w-])", re.IGNORECASE)
+    return re.compile(name_regex(title), re.IGNORECASE)
 
 
 def _author_pattern(name: str) -> re.Pattern[str] | None:

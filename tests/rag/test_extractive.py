@@ -183,6 +183,18 @@ def test_the_verb_that_asks_for_a_figure_is_not_a_detail_the_abstract_must_state
     assert plan.kind == "answer", plan.missing
 
 
+@pytest.mark.parametrize("question", ["what is Fed SSM?", "fed ssm", "what does fed-ssm do"])
+def test_a_paper_named_with_its_parts_apart_is_the_one_answered_and_its_name_is_no_missing_detail(retriever, question):
+    # Before: "The abstract of FedSSM does not state this: it never mentions fed or ssm".
+    hits = retriever.search(question, len(TITLES))
+    others = [h for h in hits if h.title != "FedSSM"]
+    fedssm = next(h for h in hits if h.title == "FedSSM")
+    hits = [others[0], fedssm, *others[1:]]  # ranked second: named, it is still the paper asked about
+    plan = answerer(retriever).plan(question, hits)
+    assert plan.kind == "answer", plan.missing
+    assert [hits[p.index].title for p in plan.papers] == ["FedSSM"]
+
+
 @pytest.mark.parametrize("question", ["Compare SPARe and FedSSM", "How does SPARe differ from FedSSM?",
                                       "SPARe vs FedSSM: which needs more GPUs?"])
 def test_a_comparison_of_named_papers_answers_from_each_in_the_order_named(retriever, question):

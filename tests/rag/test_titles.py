@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.corpus.titles import derive_title, is_generic, looks_coined
+from rag.corpus.titles import derive_title, is_generic, looks_coined, name_regex
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "icml2026"
 
@@ -296,3 +296,14 @@ def test_no_bundled_title_is_the_opening_of_a_background_sentence() -> None:
 )
 def test_ordinary_words_after_the_new_markers_are_no_name(abstract: str) -> None:
     assert derive_title(abstract) not in {"Method halves", "Series", "Method"}
+
+
+@pytest.mark.parametrize(("title", "typed", "matches"), [
+    ("FedSSM", "what is Fed SSM?", True), ("FedSSM", "fed ssm", True), ("FedSSM", "fed-ssm results", True),
+    ("MA-RAG", "what did the ma rag authors do", True), ("MA-RAG", "MARAG", True),
+    ("CogRouter", "cog router results", True), ("BFCL Audio", "bfcl audio", True),
+    ("FedSSM", "federated SSM layers", False), ("CogRouter", "cognitive routers", False),
+    ("PoLar", "bipolar data", False),
+])
+def test_a_short_title_is_found_however_its_parts_are_typed(title, typed, matches):
+    assert bool(re.search(name_regex(title), typed, re.IGNORECASE)) is matches
