@@ -190,7 +190,7 @@ class AnswerPipeline:
         k = k or self.config.top_k
         papers = getattr(self.retriever, "every_paper", None)  # optional: in-memory test retrievers lack it
         if small_talk := small_talk_answer(question, papers):  # "hello", "thanks!", "what can you do?"
-            small_talk.backend = self.backend
+            small_talk.backend = "paperchat (a fixed reply: nothing searched, no model)"
             yield SourcesEvent([], question)
             yield TextEvent(content=small_talk.answer)
             yield FinalEvent(self._timed(small_talk, started))

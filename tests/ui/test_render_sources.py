@@ -26,3 +26,16 @@ def test_a_nearest_paper_cited_for_a_detail_it_does_not_state_is_not_called_supp
     assert badge in panel
     assert "supported 0.00" not in panel
     assert ("Abstract (its closest sentence highlighted)" in panel) is not_stated
+
+
+@pytest.mark.parametrize("about_paperchat", [True, False])
+def test_a_reply_about_paperchat_says_why_it_has_no_sources(about_paperchat):
+    from ui.web.render import answer_markdown, sources_html
+
+    answer = Answer(question="hello", answer="I answer questions about the 3 paper abstracts in this index.",
+                    about_paperchat=about_paperchat, backend="paperchat")
+    panel = sources_html(answer)
+    assert ("this reply is about using paperchat" in panel) is about_paperchat
+    assert ("No papers in the index are close" in panel) is not about_paperchat
+    # and no "not grounded" warning under a greeting's reply: it claims nothing about a paper
+    assert ("not grounded" in answer_markdown(answer)) is not about_paperchat

@@ -269,7 +269,9 @@ def sources_html(answer: Answer) -> str:
         parts.append(f'<div class="pc-head">{heading} ({len(others)})</div><ul class="pc-hits">')
         parts.extend(_hit_item(h) for h in others)
         parts.append("</ul>")
-    if not answer.sources:
+    if answer.about_paperchat:
+        parts.append('<div class="pc-empty">No sources: this reply is about using paperchat, not about a paper.</div>')
+    elif not answer.sources:
         parts.append('<div class="pc-empty">No papers in the index are close to this question.</div>')
     notes = [f"answered by {esc(answer.backend)}"] if answer.backend else []
     if answer.search_query and answer.search_query != answer.question:
