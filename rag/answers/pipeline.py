@@ -26,7 +26,7 @@ from rag.answers.metadata import metadata_answer
 from rag.answers.numbering import StreamNumbers, consecutive, renumber_text
 from rag.answers.prompts import NOT_COVERED, build_prompt, says_not_covered, small_model_messages
 from rag.answers.small_talk import small_talk_answer
-from rag.answers.topic_questions import topics_answer
+from rag.answers.topic_questions import related_answer, topics_answer
 from rag.embedding.models import Embedder
 from rag.errors import LLMInterrupted
 from rag.llm.client import ChatModel
@@ -203,7 +203,9 @@ class AnswerPipeline:
         # "Who wrote X?", "papers from 2024": answered from the papers' metadata, not their abstracts.
         collection = hits[0].collection if hits else ""
         meta = metadata_answer(question, hits, papers, pinned=bool(follow.pinned), collection=collection) or (
-            None if follow.pinned else topics_answer(question, self.topics, papers, collection=collection))
+            None if follow.pinned else topics_answer(question, self.topics, papers, collection=collection)) or (
+            related_answer(question, hits, self.topics, papers, getattr(self.retriever, "vectors", None),
+                           collection=collection))
         if meta:
             meta.backend = self.backend
             yield SourcesEvent(meta.sources, follow.query)

@@ -1,6 +1,7 @@
 """Questions about the collection as a whole: "what are the main topics?", "what is this collection about?",
 answered from the papers' topics (rag/topics: clusters of their vectors, each named by the words that set its
-abstracts apart), with each topic's size and its most central papers cited.
+abstracts apart), with each topic's size and its most central papers cited; and "which papers are similar to
+X?", answered from the papers nearest to X (rag/topics/related.py), as the Papers tab and `paperchat related` do.
 
 A search finds papers close to a question, which is no way to see the whole: these answers are built from every
 paper, are the same whatever the answer writer, and say what the labels are (distinctive words, not titles
@@ -12,12 +13,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from rag.answers.extractive import names_paper, without_title
 from rag.answers.metadata import cited_answer
 from rag.corpus.chunking import split_sentences
 from rag.topics.model import TopicMap
+from rag.topics.related import related_papers
 from rag.types import Answer, Hit, Paper
 
 CENTRAL_SHOWN = 2  # papers named (and cited) per topic
+RELATED_SHOWN = 5  # papers listed for "which papers are similar to X?"
 _TOPICS = re.compile(
     r"^(?:so,?\s+)?(?:what|which)\s+(?:are\s+|were\s+)?(?:the\s+)?(?:main\s+|key\s+|major\s+|big\s+|research\s+)?"
     r"(?:topics|themes|research\s+areas|areas)\b|"
@@ -38,6 +42,57 @@ _EVERY_PAPER = re.compile(
 )
 EVERY_PAPER_HINT = ("Every paper is listed in the Papers tab (filter by topic or keyword), or by "
                     "`paperchat export all` (CSV or BibTeX).")
+
+
+# "Which papers are similar to FedSSM?", "what else is like CogRouter?", "papers related to MA-RAG".
+_RELATED = re.compile(
+    r"\b(?:papers?|works?|abstracts?|anything|what\s+else|others?|which\s+ones?)\b.{0,40}?"
+    r"\b(?:(?:most\s+)?(?:related|similar|closest|nearest|close)\s+to|(?:most\s+)?like)\s+(?P<subject>[^?!]+)",
+    re.IGNORECASE,
+)
+
+
+_SUBJECT_FILLER = frozenset([
+    "the", "a", "an", "paper", "papers", "work", "one", "ones", "abstract", "method", "approach", "in", "this",
+    "index", "corpus", "collection", "please",
+])
+
+
+def related_answer(question: str, hits: Sequence[Hit], topic_map: Callable[[], TopicMap] | None,
+                   papers: Callable[[], Sequence[Paper]] | None, vectors, *, collection: str = "") -> Answer | None:
+    """The papers nearest to the one the question names ("which papers are similar to FedSSM?"), each cited with
+    what it shares with it; None when the question asks no such thing or names no paper among ``hits``."""
+    match = _RELATED.search(" ".join(question.split()))
+    if match is None or topic_map is None or papers is None or vectors is None:
+        return None
+    named = [h for h in hits if names_paper(match.group("subject"), h)]
+    if len(named) != 1:
+        return None
+    subject = named[0]
+    # "papers like FedSSM that use GNNs" asks for more than nearness: a list question, answered as one.
+    rest = re.findall(r"[\w-]+", without_title(match.group("subject"), subject.title).lower())
+    if any(word not in _SUBJECT_FILLER for word in rest):
+        return None
+    everything = list(papers())
+    near = related_papers(subject.paper_id, everything, vectors, topic_map(), RELATED_SHOWN)
+    by_id = {p.paper_id: p for p in everything}
+    if not near or subject.paper_id not in by_id:
+        return None
+    shown = [by_id[subject.paper_id], *(r.paper for r in near)]
+    listed = [Hit.of_paper(p, rank=i, score=1.0, collection=collection, dense_score=1.0)
+              for i, p in enumerate(shown, start=1)]
+    lines = [f"The papers nearest to {subject.title} [1], by how alike their abstracts are (as in the Papers tab):"]
+    cited = [(1, listed[0], f"{subject.title} is the paper asked about", _first_sentence(shown[0]))]
+    for hit, item in zip(listed[1:], near, strict=True):
+        lines.append(f"- {item.paper.title} [{hit.rank}]: {item.shares}")
+        cited.append((hit.rank, hit, f"{item.paper.title} is among the papers nearest to {subject.title}",
+                       _first_sentence(item.paper)))
+    return cited_answer(question, "\n".join(lines), listed, cited)
+
+
+def _first_sentence(paper: Paper) -> str:
+    spans = split_sentences(paper.abstract)
+    return paper.abstract[spans[0][0]:spans[0][1]] if spans else paper.abstract[:300]
 
 
 def asks_for_topics(question: str) -> bool:

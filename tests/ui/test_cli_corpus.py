@@ -86,6 +86,27 @@ def test_related_lists_the_nearest_papers_with_what_they_share(cli):
     assert lines[2] == f"   {payload['related'][0]['shares']}"
 
 
+@pytest.mark.parametrize("question", ["Which papers are most similar to FedSSM?", "what else is like fed ssm?",
+                                      "papers related to the FedSSM paper"])
+def test_asked_in_chat_which_papers_are_like_one_the_answer_lists_its_nearest_cited(cli, question):
+    code, out, err = cli("related", "000_dcbf1b5d2daaeff5.txt#1", "--k", "5", "--json")
+    nearest = [r["title"] for r in json.loads(out)["related"]]
+    code, out, err = cli("ask", question, "--extractive", "--json")
+    assert code == 0, err
+    answer = json.loads(out)
+    lines = answer["answer"].splitlines()
+    assert lines[0].startswith("The papers nearest to FedSSM [1]") and not answer["refused"]
+    assert [line.split(" [")[0].removeprefix("- ") for line in lines[1:]] == nearest  # as `paperchat related`
+    assert [c["title"] for c in answer["citations"]] == ["FedSSM", *nearest]
+
+
+def test_a_likeness_question_with_more_to_it_is_not_answered_by_nearness_alone(cli):
+    code, out, err = cli("ask", "Are there papers like FedSSM that use graph neural networks?", "--extractive",
+                         "--json")
+    assert code == 0, err
+    assert not json.loads(out)["answer"].startswith("The papers nearest to")
+
+
 @pytest.mark.parametrize("paper_id", ["nope", "000_dcbf1b5d2daaeff5.txt#999"])
 def test_an_unknown_paper_id_is_one_line_saying_how_to_find_ids(cli, paper_id):
     code, out, err = cli("related", paper_id)
