@@ -200,12 +200,13 @@ class AnswerPipeline:
         multi = is_multi_paper_question(question)
         hits = self.retriever.search(follow.query, max(k, self.config.multi_candidates) if multi else k)
         hits = pinned_first(follow, hits, self.retriever, k)
+        plan_question, hits, focus = self._follow_up_focus(question, hits, len(follow.pinned))
         # "Who wrote X?", "papers from 2024": answered from the papers' metadata, not their abstracts.
         collection = hits[0].collection if hits else ""
         meta = metadata_answer(question, hits, papers, pinned=bool(follow.pinned), collection=collection) or (
             None if follow.pinned else topics_answer(question, self.topics, papers, collection=collection)) or (
             related_answer(question, hits, self.topics, papers, getattr(self.retriever, "vectors", None),
-                           collection=collection))
+                           collection=collection, pinned=hits[0] if len(follow.pinned) == 1 else None))
         if meta:
             meta.backend = self.backend
             yield SourcesEvent(meta.sources, follow.query)
@@ -222,7 +223,7 @@ class AnswerPipeline:
         if relevant or (hits and multi):
             # A follow-up about pinned papers is answered from them, in the question's own words (the
             # paper's name added to the query would make the abstract look as if it left the question open).
-            plan = self.extractive.plan(question, hits[: len(follow.pinned)] if follow.pinned else hits)
+            plan = self.extractive.plan(plan_question, hits[:focus] if focus else hits)
             # A list question's framing ("how many of the papers ..., and which ones?") dilutes its similarity to
             # any one abstract: a listed paper with a sentence that says its topic nearly in its words will do, or
             # a likeliest paper whose abstract uses most of the topic's words (as ``_relevant`` asks of a question),
@@ -354,6 +355,22 @@ class AnswerPipeline:
         # A little less similar in meaning, but the top abstract has most of the question's words: still close.
         return (best >= self.config.min_relevance - self.config.relevance_margin
                 and self.extractive.coverage(question, hits[0]) >= self.config.words_relevance)
+
+    @staticmethod
+    def _follow_up_focus(question: str, hits: list[Hit], pinned: int) -> tuple[str, list[Hit], int]:
+        """The question to plan the answer from, the hits (reordered) and how many leading ones it is planned
+        from (0: all). A follow-up is answered from the papers it points at; if it names others too ("how does it
+        compare to Fed-Kalter?"), from those as well, placed after them, with the pointed-at papers named in front
+        of the question as if the user had written their names for "it"."""
+        if not pinned:
+            return question, hits, 0
+        others = [h for h in hits[pinned:] if names_paper(question, h)]
+        if not others:
+            return question, hits, pinned
+        rest = [h for h in hits[pinned:] if h not in others]
+        ordered = [Hit(**{**h.__dict__, "rank": i}) for i, h in enumerate([*hits[:pinned], *others, *rest], start=1)]
+        named = f"{', '.join(h.title for h in hits[:pinned])}: {question}"
+        return named, ordered, pinned + len(others)
 
     def _numbered(self, numbered: Sequence[Hit]) -> dict[int, Paper]:
         return {i: self._paper(h) for i, h in enumerate(numbered, start=1)}

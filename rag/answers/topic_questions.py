@@ -52,6 +52,8 @@ _RELATED = re.compile(
 )
 
 
+_POINTS_BACK = re.compile(r"(?:it|this|that|them|(?:this|that|the\s+(?:first|last|same))\s+(?:one|paper|work))",
+                          re.IGNORECASE)
 _SUBJECT_FILLER = frozenset([
     "the", "a", "an", "paper", "papers", "work", "one", "ones", "abstract", "method", "approach", "in", "this",
     "index", "corpus", "collection", "please",
@@ -59,18 +61,23 @@ _SUBJECT_FILLER = frozenset([
 
 
 def related_answer(question: str, hits: Sequence[Hit], topic_map: Callable[[], TopicMap] | None,
-                   papers: Callable[[], Sequence[Paper]] | None, vectors, *, collection: str = "") -> Answer | None:
-    """The papers nearest to the one the question names ("which papers are similar to FedSSM?"), each cited with
-    what it shares with it; None when the question asks no such thing or names no paper among ``hits``."""
+                   papers: Callable[[], Sequence[Paper]] | None, vectors, *, collection: str = "",
+                   pinned: Hit | None = None) -> Answer | None:
+    """The papers nearest to the one the question names ("which papers are similar to FedSSM?"), or to the one a
+    follow-up points at (``pinned``: "what else is like it?"), each cited with what it shares with it; None when
+    the question asks no such thing or names no paper among ``hits``."""
     match = _RELATED.search(" ".join(question.split()))
     if match is None or topic_map is None or papers is None or vectors is None:
         return None
-    named = [h for h in hits if names_paper(match.group("subject"), h)]
+    asked = match.group("subject")
+    named = [h for h in hits if names_paper(asked, h)]
+    if not named and pinned is not None and _POINTS_BACK.fullmatch(asked.strip(" .")):
+        named, asked = [pinned], ""
     if len(named) != 1:
         return None
     subject = named[0]
     # "papers like FedSSM that use GNNs" asks for more than nearness: a list question, answered as one.
-    rest = re.findall(r"[\w-]+", without_title(match.group("subject"), subject.title).lower())
+    rest = re.findall(r"[\w-]+", without_title(asked, subject.title).lower())
     if any(word not in _SUBJECT_FILLER for word in rest):
         return None
     everything = list(papers())

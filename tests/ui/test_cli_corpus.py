@@ -100,6 +100,26 @@ def test_asked_in_chat_which_papers_are_like_one_the_answer_lists_its_nearest_ci
     assert [c["title"] for c in answer["citations"]] == ["FedSSM", *nearest]
 
 
+FEDSSM_TURN = [{"role": "user", "content": "What is FedSSM?"},
+               {"role": "assistant", "content": "FedSSM selects clients with state space models [1]."}]
+
+
+def test_follow_ups_that_compare_it_with_a_named_paper_or_ask_what_is_like_it(cli, tmp_path):
+    batch = tmp_path / "follow_ups.jsonl"
+    batch.write_text("".join(json.dumps({"id": ident, "question": q, "history": FEDSSM_TURN}) + "\n" for ident, q in [
+        ("compare", "how does it compare to Fed-Kalter?"), ("like", "what else is like it?"),
+        ("detail", "what were its results?")]))
+    code, out, err = cli("ask", "--batch", str(batch), "--json", "--extractive")
+    assert code == 0, err
+    answers = {row["id"]: row for row in map(json.loads, out.splitlines())}
+    # "it" is the paper the conversation was about; the named one is answered from its own abstract beside it
+    compare = answers["compare"]
+    assert [c["title"] for c in compare["citations"]] == ["FedSSM", "Fed-Kalter"] and not compare["refused"]
+    assert compare["answer"].startswith("- FedSSM: ") and "\n- Fed-Kalter: " in compare["answer"]
+    assert answers["like"]["answer"].startswith("The papers nearest to FedSSM [1]")
+    assert [c["title"] for c in answers["detail"]["citations"]] == ["FedSSM"]
+
+
 def test_a_likeness_question_with_more_to_it_is_not_answered_by_nearness_alone(cli):
     code, out, err = cli("ask", "Are there papers like FedSSM that use graph neural networks?", "--extractive",
                          "--json")
