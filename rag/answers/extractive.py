@@ -48,6 +48,7 @@ _ASKS_WHAT_IT_DOES = (
     "address addresses target targets aim aims goal goals purpose focus focuses contribution contributions idea "
     "ideas offer offers provide provides improve improves help helps mean means problem problems "
     "reach reaches reached obtain obtains attain attains "  # "What accuracy does MA-RAG reach?"
+    "perform performs performed performance well "  # "How well does MA-RAG perform?"
     # ... or ask for it in brief: "summarize CogRouter in one sentence", "explain MA-RAG", "ELI5 ConPress".
     "summarize summarise summary tldr tl dr eli5 explain overview gist nutshell brief briefly short shortly "
     "simple simply plain sentence sentences words one two three"
