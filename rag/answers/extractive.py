@@ -57,6 +57,17 @@ _MULTI = re.compile(r"\b(which|what|any|are there|list|find)\b.{0,40}\b(papers|w
                     re.IGNORECASE)
 
 
+# Other ways to ask for every paper on a topic: "Any work on X?", "Is there a paper about X?", "Show me papers on
+# X", "papers on X", "Does any paper use X?", "What research has been done on X?".
+_ASKS_FOR_ANY = re.compile(
+    r"^\W*(?:(?:is|are)\s+there\s+(?:any\s+|a\s+|some\s+)?(?:papers?|works?|research|stud(?:y|ies)|articles?)\b"
+    r"|any(?:thing)?\s+(?:papers?|works?|research|stud(?:y|ies))\s+(?:on|about|that|which|where|using|for)\b"
+    r"|(?:show|give|tell)\s+(?:me\s+)?(?:about\s+)?(?:all\s+|any\s+)?(?:the\s+)?(?:papers|works|studies)\b"
+    r"|(?:papers|works|studies|research)\s+(?:on|about|that|using|which|where)\b"
+    r"|(?:does|do|did|has|have)\s+any\s+(?:papers?|works?|stud(?:y|ies))\b"
+    r"|what\s+(?:work|research)\s+(?:has|have|is|exists)\b)",
+    re.IGNORECASE,
+)
 # "How many papers ...": a question about the collection, answered by listing (and counting) what qualifies.
 _COUNT_PAPERS = re.compile(r"\bhow many (?:[\w-]+ ){0,2}?(?:papers|works|abstracts|studies|articles|submissions)\b",
                            re.IGNORECASE)
@@ -182,7 +193,7 @@ class AnswerPlan:
 
 
 def is_multi_paper_question(question: str) -> bool:
-    return bool(_MULTI.search(question)) or counts_papers(question)
+    return bool(_MULTI.search(question) or _ASKS_FOR_ANY.search(question)) or counts_papers(question)
 
 
 def counts_papers(question: str) -> bool:
@@ -425,7 +436,7 @@ class ExtractiveAnswerer:
     @staticmethod
     def list_topic(question: str) -> str:
         """What a list question asks papers about ("Which papers use X, and how much does it help?" -> "use X")."""
-        part = next((p for p in question_parts(question)[1:] if _MULTI.search(p) or counts_papers(p)), question)
+        part = next((p for p in question_parts(question)[1:] if is_multi_paper_question(p)), question)
         return list_topic(part)
 
     def membership_features(self, question: str, hits: Sequence[Hit]) -> np.ndarray:

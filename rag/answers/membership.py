@@ -37,6 +37,14 @@ _FRAMING = [re.compile(p, re.IGNORECASE) for p in (
     r"(?:are\s+(?:there\s+)?(?:about|on)\s+)?",
     r"^\s*(?:are|is)\s+there\s+(?:any\s+)?(?:papers?|works?|studies|articles)\s+(?:about|on|that|which|where)?\s*",
     r"^\s*(?:list|name|show|find)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?(?:papers|works|studies)\s+(?:that|which|about|on)?\s*",
+    r"^\s*(?:is|are)\s+there\s+(?:any\s+|a\s+|some\s+)?(?:papers?|works?|research|stud(?:y|ies)|articles?)\s+"
+    r"(?:about|on|that|which|where|using|for)?\s*",
+    r"^\s*any(?:thing)?\s+(?:papers?|works?|research|stud(?:y|ies))\s+(?:on|about|that|which|where|using|for)\s*",
+    r"^\s*(?:show|give|tell)\s+(?:me\s+)?(?:about\s+)?(?:all\s+|any\s+)?(?:the\s+)?(?:papers|works|studies)\s+"
+    r"(?:on|about|that|which|using)?\s*",
+    r"^\s*(?:papers|works|studies|research)\s+(?:on|about|that|using|which|where)\s*",
+    r"^\s*(?:does|do|did|has|have)\s+any\s+(?:papers?|works?|stud(?:y|ies))\s+",
+    r"^\s*what\s+(?:work|research)\s+(?:has|have)\s+been\s+done\s+(?:on|about)\s*",
 )]
 
 # What the question rules out (", not offline preference pairs", "rather than X", "excluding X"): its words say

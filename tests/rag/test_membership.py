@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag.answers.extractive import ExtractiveAnswerer
+from rag.answers.extractive import ExtractiveAnswerer, is_multi_paper_question
 from rag.answers.membership import FEATURES, MembershipParams, chances, list_topic, membership_features
 from rag.types import Paper
 from tests.conftest import FakeRetriever
@@ -27,9 +27,28 @@ from tests.conftest import FakeRetriever
     ("Which papers use RL rather than supervised fine-tuning?", "use RL"),
     ("Which papers show that GNNs are not continuous?", "show that GNNs are not continuous"),
     ("Which papers pretrain on data other than text?", "pretrain on data other than text"),
+    # Other ways people ask for every paper on a topic
+    ("Any work on federated learning?", "federated learning"),
+    ("Is there a paper about graph neural networks?", "graph neural networks"),
+    ("Show me papers on federated learning", "federated learning"),
+    ("papers on federated learning", "federated learning"),
+    ("Does any paper use GNNs?", "use GNNs"),
+    ("What work has been done on federated learning?", "federated learning"),
 ])
 def test_list_topic_drops_the_framing(question, topic):
     assert list_topic(question) == topic
+
+
+@pytest.mark.parametrize(("question", "lists"), [
+    ("Any work on federated learning?", True), ("Is there a paper about GNNs?", True),
+    ("Show me papers on federated learning", True), ("papers on federated learning", True),
+    ("Does any paper use GNNs?", True), ("What work has been done on federated learning?", True),
+    ("Tell me about papers on RL", True), ("Which papers use GNNs?", True),
+    ("What does this work propose?", False), ("What is the main idea of this work?", False),
+    ("Is there a generative model that produces heart sounds?", False), ("What is FedSSM?", False),
+])
+def test_questions_asking_for_every_paper_on_a_topic_are_recognised(question, lists):
+    assert is_multi_paper_question(question) is lists
 
 
 def _paper(n: int, title: str, abstract: str) -> Paper:
