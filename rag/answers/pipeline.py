@@ -8,6 +8,7 @@ they happen so a terminal or the UI can show the answer while it is written; ``a
 
 from __future__ import annotations
 
+import difflib
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -19,7 +20,9 @@ from rag.answers.extractive import (
     AnswerPlan,
     ExtractiveAnswerer,
     is_multi_paper_question,
+    mentions,
     names_paper,
+    question_names,
 )
 from rag.answers.follow_up import FollowUp, pinned_first, resolve_follow_up
 from rag.answers.metadata import metadata_answer
@@ -27,6 +30,7 @@ from rag.answers.numbering import StreamNumbers, consecutive, renumber_text
 from rag.answers.prompts import NOT_COVERED, build_prompt, says_not_covered, small_model_messages
 from rag.answers.small_talk import small_talk_answer
 from rag.answers.topic_questions import related_answer, topics_answer
+from rag.corpus.titles import looks_coined
 from rag.embedding.models import Embedder
 from rag.errors import LLMInterrupted
 from rag.llm.client import ChatModel
@@ -83,6 +87,22 @@ class PipelineConfig:
     small_model_lead_support: float = 0.85
     # A lead whose words are mostly the evidence's own repeats it (often behind "The answer is:"): left out.
     small_model_lead_new_words: float = 0.25
+
+
+def did_you_mean(question: str, hits: Sequence[Hit], papers: Callable[[], Sequence[Paper]] | None) -> str:
+    """For a declined question that gives a coined name no paper has but one paper's short title nearly is
+    ("FedSMM"): "No paper is called 'FedSMM'; did you mean FedSSM?", else ""."""
+    if papers is None:
+        return ""
+    asked = [n for n in question_names(question) if looks_coined(n) and not any(mentions(h, n) for h in hits)]
+    if not asked:
+        return ""
+    titles = {p.title.strip().lower(): p.title.strip() for p in papers() if 0 < len(p.title.split()) <= 2}
+    for name in asked:
+        close = difflib.get_close_matches(name.lower(), list(titles), n=1, cutoff=0.8)
+        if close:
+            return f"No paper is called '{name}'; did you mean {titles[close[0]]}?"
+    return ""
 
 
 def _normalised(text: str) -> str:
@@ -237,7 +257,8 @@ class AnswerPipeline:
                 if unused:
                     plan = None
         if plan is None or plan.kind == "not_covered":
-            answer.answer = self._not_covered(hits, lead=self._no_abstract_uses(unused))
+            lead = " ".join([self._no_abstract_uses(unused) or NOT_COVERED, did_you_mean(question, hits, papers)])
+            answer.answer = self._not_covered(hits, lead=lead.strip())
             answer.refused = True
             yield TextEvent(content=answer.answer)
             yield FinalEvent(self._timed(answer, started))
@@ -346,8 +367,12 @@ class AnswerPipeline:
         return bool(words) and new / len(words) >= self.config.small_model_lead_new_words
 
     def _relevant(self, question: str, hits: Sequence[Hit], *, pinned: bool) -> bool:
-        """Is anything retrieved close enough to answer from? A paper named in the question always is."""
+        """Is anything retrieved close enough to answer from? A paper named in the question always is, and so is
+        the top paper when its abstract uses a coined name the question gives ("Which paper introduces
+        R2-Bench?": R2-Router's abstract builds it)."""
         if pinned or any(names_paper(question, h) for h in hits):
+            return True
+        if hits and any(looks_coined(name) and mentions(hits[0], name) for name in question_names(question)):
             return True
         best = max(h.dense_score for h in hits)
         if best >= self.config.min_relevance:

@@ -11,7 +11,7 @@ from rag.corpus.chunking import split_sentences
 from rag.errors import LLMAuthError
 from rag.llm.client import OpenAIChatModel
 from rag.types import Hit
-from tests.conftest import FakeChatModel
+from tests.conftest import FakeChatModel, FakeRetriever
 
 QUESTION = "state space models for choosing clients in federated learning"
 # What the top source (FedSSM) says, so that attribution keeps the marker as written.
@@ -288,3 +288,46 @@ def test_a_list_with_one_qualifying_paper_gives_the_writer_that_paper_alone(fake
     assert papers["Fed-Kalter"][:200] in prompt
     assert not any(abstract[:200] in prompt for title, abstract in papers.items() if title != "Fed-Kalter")
     assert [c.title for c in answer.citations] == ["Fed-Kalter"]
+
+
+# --- coined names: the paper that builds one, and a near miss of a paper's name ----------------------------------
+
+
+class WholeIndex(FakeRetriever):
+    """The fake retriever over the whole corpus (its idf, every paper), answering each search with given hits."""
+
+    def __init__(self, hits, papers):
+        super().__init__(papers)
+        self.hits = hits
+
+    def search(self, question, k=None):
+        return list(self.hits)
+
+    def every_paper(self):
+        return list(self.papers)
+
+
+def _hit_of(paper, rank, dense):
+    return Hit.of_paper(paper, rank=rank, score=1.0, text=paper.abstract, dense_score=dense)
+
+
+def test_a_coined_name_the_top_abstract_builds_makes_it_relevant(bundled_papers):
+    by_title = {p.title: p for p in bundled_papers}
+    hits = [_hit_of(by_title["R2-Router"], 1, 0.10), _hit_of(by_title["FedSSM"], 2, 0.05)]  # far below the bar
+    retriever = WholeIndex(hits, bundled_papers)
+    pipeline = AnswerPipeline(retriever, retriever.embedder, None)
+    answer = pipeline.answer("Which paper introduces R2-Bench?")  # R2-Router's abstract constructs R2-Bench
+    assert not answer.refused and [c.title for c in answer.citations] == ["R2-Router"]
+    # An ordinary word or a field's acronym does not do that: still declined below the bar.
+    assert pipeline.answer("Which paper introduces the routing budget?").refused
+
+
+@pytest.mark.parametrize(("question", "suggested"), [("FedSMM results?", "FedSSM"),
+                                                     ("what did the CogRuoter authors find?", "CogRouter")])
+def test_a_near_miss_of_a_papers_name_is_declined_with_the_name_it_nearly_is(bundled_papers, question, suggested):
+    by_title = {p.title: p for p in bundled_papers}
+    hits = [_hit_of(by_title["MADQA"], 1, 0.10)]
+    retriever = WholeIndex(hits, bundled_papers)
+    answer = AnswerPipeline(retriever, retriever.embedder, None).answer(question)
+    assert answer.refused and answer.answer.startswith(NOT_COVERED)
+    assert f"did you mean {suggested}?" in answer.answer
