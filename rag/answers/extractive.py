@@ -270,6 +270,10 @@ class ExtractiveAnswerer:
             # "Compare FedSSM and Fed-Kalter", "How does X differ from Y?": each named paper in its own words
             # (neither abstract mentions the other, which is no reason to decline).
             chosen, closest, covered, named, multi = named_papers, 0.0, 0.0, False, True
+        elif not multi:
+            # A question that names one paper is about it, wherever the search ranked it ("cog router results":
+            # R2-Router's "routers" outscore CogRouter's name typed apart); else about the top one.
+            chosen, closest, covered, named = named_papers or [0], 0.0, 0.0, False
         else:
             chosen, closest, covered, named = self._choose_papers(question, hits, multi)
         if not chosen:
@@ -370,10 +374,7 @@ class ExtractiveAnswerer:
         (rag/answers/membership.py), most likely first, or else the most likely one. A name the topic gives
         ("... evaluate on ALFWorld") must be in the abstract: no paper qualifies for it by meaning alone."""
         if not multi:
-            # A question that names one paper is about it, wherever the search ranked it ("cog router results":
-            # R2-Router's "routers" outscore CogRouter's name typed apart).
-            named = [i for i, h in enumerate(hits) if names_paper(question, h)]
-            return [named[0] if len(named) == 1 else 0], 0.0, 0.0, False
+            return [0], 0.0, 0.0, False
         params = self.params.membership
         topic = self.list_topic(question)
         features = self.topic_features(topic, hits)  # as deep as the caller searched

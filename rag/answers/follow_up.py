@@ -74,8 +74,12 @@ def pinned_first(follow: FollowUp, hits: Sequence[Hit], retriever: Retriever, k:
         return list(hits)
     pinned = retriever.hits_for(follow.pinned)
     rest = [h for h in hits if h.paper_id not in follow.pinned]
-    ordered = [*pinned, *rest][: max(k, len(pinned))]
-    return [Hit(**{**h.__dict__, "rank": i}) for i, h in enumerate(ordered, start=1)]
+    return ranked([*pinned, *rest][: max(k, len(pinned))])
+
+
+def ranked(hits: Sequence[Hit]) -> list[Hit]:
+    """``hits`` in the order given, ranked 1.. in it."""
+    return [Hit(**{**h.__dict__, "rank": i}) for i, h in enumerate(hits, start=1)]
 
 
 def resolve_follow_up(question: str, history: Sequence[dict], retriever: Retriever,

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from rag.answers.prompts import NOT_COVERED
-from rag.corpus.chunking import split_sentences
+from rag.corpus.chunking import first_sentence
 from rag.labels import authors_text, metadata_line
 from rag.types import Answer, Citation, Hit, Paper
 
@@ -101,9 +101,7 @@ def _no_authors(question: str, named: Hit, number: int, hits: Sequence[Hit]) -> 
     text = (f"The index records no authors for \"{named.title}\" [{number}]. Its corpus file gives none, and an "
             "abstract does not name its authors (ingest a JSONL or CSV file with an 'authors' field to record "
             f"them). {NOT_COVERED}")
-    abstract = named.abstract or named.text
-    spans = split_sentences(abstract)
-    evidence = abstract[spans[0][0]:spans[0][1]] if spans else abstract[:300]
+    evidence = first_sentence(named.abstract or named.text)
     citation = Citation(marker=number, paper_id=named.paper_id, title=named.title, source=named.source,
                         ordinal=named.ordinal, evidence=evidence, support=0.0,
                         claim="the paper asked about; the index records no authors for it", weak=False)

@@ -24,7 +24,7 @@ from rag.answers.extractive import (
     names_paper,
     question_names,
 )
-from rag.answers.follow_up import FollowUp, pinned_first, resolve_follow_up
+from rag.answers.follow_up import FollowUp, pinned_first, ranked, resolve_follow_up
 from rag.answers.metadata import metadata_answer
 from rag.answers.numbering import StreamNumbers, consecutive, renumber_text
 from rag.answers.prompts import NOT_COVERED, build_prompt, says_not_covered, small_model_messages
@@ -393,9 +393,8 @@ class AnswerPipeline:
         if not others:
             return question, hits, pinned
         rest = [h for h in hits[pinned:] if h not in others]
-        ordered = [Hit(**{**h.__dict__, "rank": i}) for i, h in enumerate([*hits[:pinned], *others, *rest], start=1)]
         named = f"{', '.join(h.title for h in hits[:pinned])}: {question}"
-        return named, ordered, pinned + len(others)
+        return named, ranked([*hits[:pinned], *others, *rest]), pinned + len(others)
 
     def _numbered(self, numbered: Sequence[Hit]) -> dict[int, Paper]:
         return {i: self._paper(h) for i, h in enumerate(numbered, start=1)}

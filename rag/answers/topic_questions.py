@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 from rag.answers.extractive import names_paper, without_title
 from rag.answers.metadata import cited_answer
-from rag.corpus.chunking import split_sentences
+from rag.corpus.chunking import first_sentence
 from rag.topics.model import TopicMap
 from rag.topics.related import related_papers
 from rag.types import Answer, Hit, Paper
@@ -89,17 +89,12 @@ def related_answer(question: str, hits: Sequence[Hit], topic_map: Callable[[], T
     listed = [Hit.of_paper(p, rank=i, score=1.0, collection=collection, dense_score=1.0)
               for i, p in enumerate(shown, start=1)]
     lines = [f"The papers nearest to {subject.title} [1], by how alike their abstracts are (as in the Papers tab):"]
-    cited = [(1, listed[0], f"{subject.title} is the paper asked about", _first_sentence(shown[0]))]
+    cited = [(1, listed[0], f"{subject.title} is the paper asked about", first_sentence(shown[0].abstract))]
     for hit, item in zip(listed[1:], near, strict=True):
         lines.append(f"- {item.paper.title} [{hit.rank}]: {item.shares}")
         cited.append((hit.rank, hit, f"{item.paper.title} is among the papers nearest to {subject.title}",
-                       _first_sentence(item.paper)))
+                       first_sentence(item.paper.abstract)))
     return cited_answer(question, "\n".join(lines), listed, cited)
-
-
-def _first_sentence(paper: Paper) -> str:
-    spans = split_sentences(paper.abstract)
-    return paper.abstract[spans[0][0]:spans[0][1]] if spans else paper.abstract[:300]
 
 
 def asks_for_topics(question: str) -> bool:
@@ -127,9 +122,8 @@ def topics_answer(question: str, topic_map: Callable[[], TopicMap] | None,
             hit = Hit.of_paper(paper, rank=len(hits) + 1, score=1.0, collection=collection, dense_score=1.0)
             hits.append(hit)
             named.append(f"{paper.title} [{hit.rank}]")
-            spans = split_sentences(paper.abstract)
-            first = paper.abstract[spans[0][0]:spans[0][1]] if spans else paper.abstract[:300]
-            cited.append((hit.rank, hit, f"{paper.title} is among the papers on {topic.label}", first))
+            cited.append((hit.rank, hit, f"{paper.title} is among the papers on {topic.label}",
+                          first_sentence(paper.abstract)))
         papers_word = "paper" if topic.size == 1 else "papers"
         lines.append(f"- {topic.label} ({topic.size} {papers_word}), e.g. {', '.join(named)}")
     if _EVERY_PAPER.search(" ".join(question.split())):

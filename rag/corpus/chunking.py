@@ -49,6 +49,13 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def first_sentence(text: str) -> str:
+    """The first sentence of ``text`` (its first 300 characters when it has no sentence): a paper's own words
+    quoted as evidence where a claim is about the paper, not about a sentence of it."""
+    spans = split_sentences(text)
+    return text[spans[0][0]:spans[0][1]] if spans else text[:300]
+
+
 def _skip_space(text: str, pos: int) -> int:
     while pos < len(text) and text[pos].isspace():
         pos += 1
