@@ -133,7 +133,7 @@ _SPELLED_OUT = re.compile(r"((?:[A-Z][\w-]*\s+){1,5})(\([A-Za-z]{2,8}\))")
 _DESCRIPTIVE_SUFFIX = re.compile(r"-(?:style|like|type|size|sized|scale|based|model|level|class)s?$", re.IGNORECASE)
 # What "how many" counts: the words after it, up to the verb.
 _COUNTED = re.compile(r"\bhow many ((?:[\w-]+ ){0,3}?)(?:did|does|do|is|are|was|were|can|could|has|have|had|will|"
-                      r"would|in|of|on|for|per|used|were)\b", re.IGNORECASE)
+                      r"would|in|of|on|for|per|used|were|and)\b", re.IGNORECASE)
 # A figure in an abstract: digits, or a number word.
 # "(1) We leverage ...", "(ii)": the items of a list, not figures.
 _ENUMERATOR = re.compile(r"\(\s*(?:\d{1,2}|[ivx]{1,4}|[a-h])\s*\)")
@@ -161,6 +161,9 @@ class ExtractiveParams:
     # bundled corpus, words that at most two chunks use). On the dev sets' 55 list questions, 3.5 drops one wrong
     # paper and no right one; 3.0 drops a right one; 4.0 changes nothing (bench/results/tuning.md).
     key_term_idf: float = 3.5
+    # "How many X ...?" is answered by a figure within this many words of X ("28 tabular datasets", "reducing
+    # communication rounds by over 30%"), not by any figure in a sentence that mentions X.
+    counted_window: int = 4
     lexical_weight: float = 0.5
     boilerplate_penalty: float = 0.3
     background_penalty: float = 0.15
@@ -343,26 +346,35 @@ class ExtractiveAnswerer:
                 return "never mentions " + _join(_surface(question, missing[:3], self.analyze))
         if not asks_figure:
             return ""
-        counted = _COUNTED.search(question)
-        target = set(self.analyze(counted.group(1))) if counted else set()
-        focus = target or self.focus_terms(question, hit)
         kind = asked_figure_kind(question)
-        text = abstract
-        for a, b in split_sentences(text):
-            sentence = text[a:b]
-            if not _FIGURE.search(_without_names(_ENUMERATOR.sub(" ", sentence))):
-                continue
-            if kind is not None:
-                if kind[1].search(sentence):
-                    return ""
-            elif not focus or focus & set(self.analyze(sentence)):
-                return ""
+        # Sentences with a figure ("(1) We ..." enumerates, "GPT-4o" names: neither is a figure).
+        figured = [(abstract[a:b], plain) for a, b in split_sentences(abstract)
+                   if _FIGURE.search(plain := _without_names(_ENUMERATOR.sub(" ", abstract[a:b])))]
         if kind is not None:
-            return f"gives no figure for the {kind[0]}"
-        if counted and counted.group(1).strip():
-            return f"gives no figure for {counted.group(1).strip()}"
+            return "" if any(kind[1].search(sentence) for sentence, _ in figured) else (
+                f"gives no figure for the {kind[0]}")
+        # "How many X and how many Y ...?": a figure for each, each near what it counts.
+        counted = [(what, terms) for m in _COUNTED.finditer(question)
+                   if (terms := set(self.analyze(what := m.group(1).strip())))]
+        if counted:
+            for what, terms in counted:
+                if not any(self._counts(plain, terms) for _, plain in figured):
+                    return f"gives no figure for {what}"
+            return ""
+        focus = self.focus_terms(question, hit)
+        if any(not focus or focus & set(self.analyze(sentence)) for sentence, _ in figured):
+            return ""
         nouns = list(dict.fromkeys(m.group("noun").lower() for m in _figure_asked(question) if m.group("noun")))
         return f"gives no figure for the {_join(nouns)}" if nouns else "gives no figure for what is asked"
+
+    def _counts(self, sentence: str, target: set[str]) -> bool:
+        """Does ``sentence`` give a figure for what is counted ("28 tabular datasets", "communication rounds by
+        over 30%")? The figure must stand within a few words of a word of ``target``: "selecting the one with high
+        quality" counts no LLMs."""
+        words = sentence.split()
+        figures = [i for i, w in enumerate(words) if _FIGURE.search(w)]
+        near = self.params.counted_window
+        return any(set(self.analyze(" ".join(words[max(0, i - near): i + near + 1]))) & target for i in figures)
 
     def _choose_papers(self, question: str, hits: Sequence[Hit],
                        multi: bool) -> tuple[list[int], float, float, bool]:

@@ -284,6 +284,31 @@ def test_a_figure_asked_with_whats_needs_a_figure_and_list_items_are_none(retrie
     assert stated or plan.missing == "gives no figure for the parameter count"  # says what is missing
 
 
+COUNTING = ("Packet routers buffer bursts of traffic in queues and pick the one queue with the shortest wait. We "
+            "propose Sockets, adaptive time slices for packet routers.")
+
+
+@pytest.mark.parametrize("evaluation, stated", [
+    ("", False),  # "the one queue" counts no routers
+    (" Sockets was tested on 12 packet routers.", True),
+    (" Sockets cuts the number of packet routers needed by 30%.", True),  # the figure follows what it counts
+    (" Sockets was tested on 12 campus networks.", False),  # a figure, for something else
+])
+def test_how_many_needs_a_figure_near_what_is_counted(retriever, evaluation, stated):
+    plan = answerer(retriever).plan("How many packet routers was Sockets tested on?", [_sockets(COUNTING + evaluation)])
+    assert (plan.kind == "answer") is stated, plan.missing
+    assert stated or plan.missing == "gives no figure for packet routers"
+
+
+def test_each_count_asked_for_needs_its_own_figure(retriever):
+    question = "How many packet routers and how many campus networks was Sockets tested on?"
+    plans = {evaluation: answerer(retriever).plan(question, [_sockets(COUNTING + evaluation)]) for evaluation in [
+        " Sockets was tested on 12 packet routers.", " It spans 3 campus networks.",
+        " Sockets was tested on 12 packet routers. It spans 3 campus networks."]}
+    assert [(p.kind == "answer", p.missing) for p in plans.values()] == [
+        (False, "gives no figure for campus networks"), (False, "gives no figure for packet routers"), (True, "")]
+
+
 NAMED = ("Packet routers drop packets under bursts. We propose R2-Sock, adaptive time slices for packet routers "
          "(R2-Sock), trained on campus traces. Slices are scored by the Mahalanobis distance of their queue lengths.")
 
