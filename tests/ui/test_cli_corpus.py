@@ -187,6 +187,8 @@ def test_export_a_search_with_filters(cli):
     code, out, _ = cli("export", "--query", "federated learning clients", "--k", "2")
     rows = list(csv.DictReader(io.StringIO(out)))
     assert code == 0 and len(rows) == 2
+    code, found, _ = cli("search", "federated learning clients", "--k", "2", "--json")
+    assert [r["paper_id"] for r in rows] == [h["paper_id"] for h in json.loads(found)["hits"]]  # what a search finds
     code, out, err = cli("export", "--query", "federated learning clients", "--source", "003_8199ee2742a631b5.txt")
     rows = list(csv.DictReader(io.StringIO(out)))
     assert code == 0 and rows and {r["source"] for r in rows} == {"003_8199ee2742a631b5.txt"}
