@@ -263,3 +263,12 @@ def settings_table() -> str:
 
 if __name__ == "__main__":
     print(settings_table())
+
+
+def top_k_bounds() -> tuple[int, int]:
+    """The smallest and largest ``top_k`` the settings accept (what a command's ``--k`` may be)."""
+    low = high = None
+    for rule in Settings.model_fields["top_k"].metadata:
+        low = getattr(rule, "ge", low)
+        high = getattr(rule, "le", high)
+    return int(low), int(high)

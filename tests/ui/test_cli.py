@@ -182,3 +182,4 @@ def test_sigkill_during_ingest_then_rerun_matches_clean_run(built_index, tmp_pat
     assert (after["papers"], after["chunks"]) == (clean["papers"], clean["chunks"])
     again = run(["ingest"], data_dir)
     assert "76 unchanged" in again.stdout and "0 chunks written" in again.stdout
+

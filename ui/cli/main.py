@@ -31,6 +31,20 @@ def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", metavar="FILE", help="keep papers from this corpus file")
 
 
+def paper_count(text: str) -> int:
+    """``--k``: a whole number within what PAPERCHAT_TOP_K allows, said as an error about the option itself."""
+    from rag.settings import top_k_bounds
+
+    low, high = top_k_bounds()
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of papers, {low} to {high}, not {text!r}") from None
+    if not low <= k <= high:
+        raise argparse.ArgumentTypeError(f"{k} papers is out of range: choose {low} to {high}")
+    return k
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="paperchat", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -44,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("search", help="find the papers that match a question")
     p.add_argument("question", nargs="*", help="the question ('-': read it from stdin)")
-    p.add_argument("--k", type=int, default=None, help="papers to return (default: PAPERCHAT_TOP_K)")
+    p.add_argument("--k", type=paper_count, default=None, help="papers to return (default: PAPERCHAT_TOP_K)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--batch", metavar="FILE", help="JSON Lines file with a 'question' per line ('-': stdin)")
     add_filter_arguments(p)
@@ -52,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("ask", help="answer a question from the abstracts, with citations")
     p.add_argument("question", nargs="*", help="the question ('-': read it from stdin)")
-    p.add_argument("--k", type=int, default=None, help="papers to consult (default: PAPERCHAT_TOP_K)")
+    p.add_argument("--k", type=paper_count, default=None, help="papers to consult (default: PAPERCHAT_TOP_K)")
     answer_format = p.add_mutually_exclusive_group()
     answer_format.add_argument("--json", action="store_true", help="print the answer as JSON")
     answer_format.add_argument("--markdown", action="store_true",
@@ -63,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_ask)
 
     p = sub.add_parser("chat", help="a conversation in the terminal, with follow-ups")
-    p.add_argument("--k", type=int, default=None, help="papers to consult (default: PAPERCHAT_TOP_K)")
+    p.add_argument("--k", type=paper_count, default=None, help="papers to consult (default: PAPERCHAT_TOP_K)")
     p.add_argument("--extractive", action="store_true", help="no LLM: answer with cited sentences")
     p.set_defaults(func=cmd_chat)
 
@@ -75,12 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
                                                      "OpenAI-compatible API at /v1 and the MCP server at /mcp"))
 
     p = sub.add_parser("mcp", help="an MCP server over stdio (tools: search_papers, ask, get_paper, list_papers)")
-    p.add_argument("--k", type=int, default=None, help="papers to consult (default: PAPERCHAT_TOP_K)")
+    p.add_argument("--k", type=paper_count, default=None, help="papers to consult (default: PAPERCHAT_TOP_K)")
     p.add_argument("--extractive", action="store_true", help="no LLM: answer with cited sentences")
     p.set_defaults(func=cmd_mcp)
 
     p = sub.add_parser("prompt", help="an interactive search prompt")
-    p.add_argument("--k", type=int, default=None, help="papers to show (default: PAPERCHAT_TOP_K)")
+    p.add_argument("--k", type=paper_count, default=None, help="papers to show (default: PAPERCHAT_TOP_K)")
     p.set_defaults(func=cmd_prompt)
 
     p = sub.add_parser("stats", help="what the index holds")
@@ -93,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("related", help="the papers nearest to a paper, with what they share")
     p.add_argument("paper_id", help="a paper's id, as `search --json` prints it (paper_id)")
-    p.add_argument("--k", type=int, default=None, help="papers to list (default: 5)")
+    p.add_argument("--k", type=paper_count, default=None, help="papers to list (default: 5)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_related)
 
@@ -102,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("all", nargs="?", choices=["all"], help="every paper (the default)")
     what.add_argument("--topic", type=int, metavar="N", help="the papers of topic N (`paperchat topics` lists them)")
     what.add_argument("--query", metavar="Q", help="the papers a search for Q finds")
-    p.add_argument("--k", type=int, default=None, help="with --query: papers to keep (default: PAPERCHAT_TOP_K)")
+    p.add_argument("--k", type=paper_count, default=None,
+                   help="with --query: papers to keep (default: PAPERCHAT_TOP_K)")
     p.add_argument("--format", choices=["csv", "bibtex"], default="csv", help="csv (default) or bibtex")
     add_filter_arguments(p)
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: print)")

@@ -40,8 +40,6 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None = No
     ``parts`` are given to ``Components`` instead of built from settings (tests: a fake embedder).
     """
     args = parser.parse_args(argv)
-    if getattr(args, "k", None) is not None and args.k < 1:
-        parser.error("--k must be at least 1")
     args.parts = dict(parts or {})
     try:
         return int(args.func(args) or 0)
