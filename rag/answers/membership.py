@@ -47,6 +47,35 @@ _FRAMING = [re.compile(p, re.IGNORECASE) for p in (
     r"^\s*what\s+(?:work|research)\s+(?:has|have)\s+been\s+done\s+(?:on|about)\s*",
 )]
 
+# A message of a few words that asks nothing ("federated learning", "rag", "state space models") names a topic: a
+# reader typing it into a search box wants the papers about it. Any word that asks, points back or chats makes
+# it something else ("explain FedSSM", "the second one", "and its results", "thanks").
+_BARE_TOPIC = re.compile(r"^\s*[\w][\w\s'/+-]*[?.!]?\s*$")
+_NOT_A_TOPIC_WORD = frozenset([
+    "what", "which", "who", "whom", "whose", "where", "when", "why", "how", "is", "are", "was", "were", "be", "do",
+    "does", "did", "can", "could", "should", "would", "will", "has", "have", "had", "may", "might", "must", "shall",
+    "tell", "show", "list", "find", "give", "explain", "summarize", "summarise", "describe", "define", "compare",
+    "eli5", "tldr", "tl", "dr", "vs", "versus", "but", "so", "the", "a", "an", "it", "its", "this",
+    "that", "these", "those", "they", "their", "them", "he", "she", "his", "her", "i", "me", "my", "we", "our", "us",
+    "you", "your", "please", "hi", "hello", "hey", "thanks", "thank", "yes", "no", "ok", "okay", "more", "also",
+    "else", "again", "another", "other", "same", "first", "second", "third", "last", "next", "previous", "one",
+    "ones", "papers", "paper", "work", "works", "study", "studies", "abstract", "abstracts"
+])
+BARE_TOPIC_MAX_WORDS = 5
+
+
+def as_list_question(message: str) -> str | None:
+    """"Which papers are about X?" for a message that only names a topic X ("federated learning"); else None."""
+    if not _BARE_TOPIC.match(message):
+        return None
+    words = re.findall(r"[\w'-]+", message.lower())
+    if not any(ch.isalpha() for ch in message) or len(words) > BARE_TOPIC_MAX_WORDS:
+        return None  # "2024" is no topic
+    if words[0] in ("and", "or") or any(w in _NOT_A_TOPIC_WORD for w in words):
+        return None
+    return f"Which papers are about {' '.join(message.split()).strip(' ?.!')}?"
+
+
 # What the question rules out (", not offline preference pairs", "rather than X", "excluding X"): its words say
 # what a paper must not be about, so they are no part of the topic (they would count towards its coverage).
 _EXCLUSION = re.compile(r"(?:,\s*(?:but\s+|and\s+)?not|\brather\s+than|\bexcluding)\s+[^,;:()?]*",

@@ -25,6 +25,7 @@ from rag.answers.extractive import (
     question_names,
 )
 from rag.answers.follow_up import FollowUp, pinned_first, ranked, resolve_follow_up
+from rag.answers.membership import as_list_question
 from rag.answers.metadata import metadata_answer
 from rag.answers.numbering import StreamNumbers, consecutive, renumber_text
 from rag.answers.prompts import NOT_COVERED, build_prompt, says_not_covered, small_model_messages
@@ -215,6 +216,9 @@ class AnswerPipeline:
             yield TextEvent(content=small_talk.answer)
             yield FinalEvent(self._timed(small_talk, started))
             return
+        asked = question
+        if not history and (listed := as_list_question(question)):
+            question = listed  # "federated learning" typed alone: the papers about it, as a search box would give
         follow = self.follow_up(question, history)
         # "Which papers ..." lists every paper likely enough to be about its topic: look deeper than the top k.
         multi = is_multi_paper_question(question)
@@ -235,7 +239,7 @@ class AnswerPipeline:
             yield FinalEvent(self._timed(meta, started))
             return
         yield SourcesEvent(hits, follow.query)
-        answer = Answer(question=question, answer="", sources=hits, backend=self.backend, search_query=follow.query)
+        answer = Answer(question=asked, answer="", sources=hits, backend=self.backend, search_query=follow.query)
 
         plan = None
         unused: tuple[str, ...] = ()  # a refused list topic's words that no abstract uses

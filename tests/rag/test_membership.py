@@ -7,7 +7,14 @@ import numpy as np
 import pytest
 
 from rag.answers.extractive import ExtractiveAnswerer, is_multi_paper_question
-from rag.answers.membership import FEATURES, MembershipParams, chances, list_topic, membership_features
+from rag.answers.membership import (
+    FEATURES,
+    MembershipParams,
+    as_list_question,
+    chances,
+    list_topic,
+    membership_features,
+)
 from rag.types import Paper
 from tests.conftest import FakeRetriever
 
@@ -173,3 +180,32 @@ def test_a_list_under_the_relevance_bar_is_answered_when_its_papers_mention_a_na
     answered = pipeline.answer("Which papers evaluate LLM agents on ALFWorld?")
     assert not answered.refused and {c.title for c in answered.citations} == {"Quantized Agents"}
     assert pipeline.answer("Which papers evaluate LLM agents on WebShop?").refused
+
+
+@pytest.mark.parametrize(("message", "listed"), [
+    ("knowledge distillation", "Which papers are about knowledge distillation?"),
+    ("rag", "Which papers are about rag?"),
+    ("state space models?", "Which papers are about state space models?"),
+    ("graph neural networks and transformers", "Which papers are about graph neural networks and transformers?"),
+    # Anything that asks, points back, compares or chats is not a bare topic; nor is a number or a long phrase.
+    ("what is rag", None), ("explain TinyTeacher", None), ("the second one", None), ("and its results", None),
+    ("TinyTeacher vs Robust Vision", None), ("thanks", None), ("2024", None), ("papers on rag", None),
+    ("diffusion models for music generation today", None),
+])
+def test_a_topic_typed_alone_is_asked_as_a_list(message, listed):
+    assert as_list_question(message) == listed
+
+
+def test_a_topic_typed_alone_lists_its_papers_and_a_papers_name_alone_asks_about_it(answerer, real_embedder):
+    from rag.answers.pipeline import AnswerPipeline
+
+    _extractive, retriever = answerer
+    pipeline = AnswerPipeline(retriever, real_embedder, None)
+    listed = pipeline.answer("knowledge distillation")
+    assert listed.question == "knowledge distillation"  # the answer keeps what was typed
+    assert sorted({c.title for c in listed.citations}) == ["Robust Vision", "TinyTeacher"]
+    named = pipeline.answer("TinyTeacher")
+    assert {c.title for c in named.citations} == {"TinyTeacher"}
+    # After an answer, a short message may point back at it: it is a follow-up, not a new topic.
+    history = [{"role": "user", "content": "What is TinyTeacher?"}, {"role": "assistant", "content": named.answer}]
+    assert {c.title for c in pipeline.answer("knowledge distillation", history).citations} == {"TinyTeacher"}
