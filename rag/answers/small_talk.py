@@ -25,9 +25,16 @@ _HELP = re.compile(
     r"\s*[?!.]*$", re.IGNORECASE)
 
 
+# "hello, what can you do?", "hi there! help": a greeting before what is asked.
+_LEADING_GREETING = re.compile(
+    r"^(?:hi|hello|hey|hiya|howdy|greetings|good\s+(?:morning|afternoon|evening))(?:\s+(?:there|paperchat))?"
+    r"\s*[!.,:;-]+\s*|^(?:hi|hello|hey)\s+(?=what|who|how|help)", re.IGNORECASE)
+
+
 def small_talk_answer(question: str, papers: Callable[[], Sequence[Paper]] | None) -> Answer | None:
     """How to use paperchat, for a greeting, thanks or a request for help; None for any other question."""
     text = " ".join(question.split())
+    text = _LEADING_GREETING.sub("", text) or text
     if _THANKS.match(text):
         return _reply(question, "You're welcome. Ask another question about the papers whenever you like.")
     if _GREETING.match(text) or _HELP.match(text):

@@ -16,7 +16,8 @@ class CountingRetriever(FakeRetriever):  # FakeRetriever keeps its ``searches``
 
 
 @pytest.mark.parametrize("question", ["hello", "Hi there!", "good morning", "help", "What can you do?",
-                                      "how do I use this?", "what kind of questions can I ask?"])
+                                      "how do I use this?", "what kind of questions can I ask?",
+                                      "hello, what can you do?", "hi there! help", "hey what can you do"])
 def test_greetings_and_help_say_how_to_use_it_with_an_example_from_the_index(bundled_papers, question):
     retriever = CountingRetriever(bundled_papers)
     answer = AnswerPipeline(retriever, retriever.embedder, None).answer(question)
@@ -36,6 +37,6 @@ def test_thanks_get_a_short_reply(question):
 
 @pytest.mark.parametrize("question", ["hello world programs for LLM agents?", "Which papers help with routing?",
                                       "what can you do with state space models?", "thanks to what does FedSSM win?",
-                                      "Is there any help for small models?"])
+                                      "Is there any help for small models?", "hi, what is FedSSM?"])
 def test_questions_about_papers_are_not_small_talk(question):
     assert small_talk_answer(question, None) is None
