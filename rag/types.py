@@ -205,7 +205,7 @@ class Answer:
     checks: list = field(default_factory=list)  # per (claim, marker) support (rag.answers.citations.ClaimCheck)
     claims: list[ClaimVerdict] = field(default_factory=list)  # every claim's verdict (rag.answers.attribution)
     not_stated: bool = False  # refused because the nearest paper's abstract does not state the detail asked
-    about_paperchat: bool = False  # a reply on using paperchat ("hello", "thanks"): no claim about a paper
+    about_paperchat: bool = False  # on using paperchat ("hello") or the whole collection: no claim about a paper
     seconds: float = 0.0  # time to write and check the answer
 
     def to_dict(self) -> dict:

@@ -62,9 +62,14 @@ def test_papers_by_an_author_lists_theirs(pipeline):
 def test_other_questions_and_missing_metadata_take_the_usual_path(pipeline, retriever):
     usual = pipeline.answer("What does Adam propose for stochastic optimization?")
     assert "was written by" not in usual.answer and "adam" in {c.paper_id for c in usual.citations}
-    # No paper of that year, no such author: not a metadata answer (the usual path says what it finds).
-    assert metadata_answer("papers from 1999", [], retriever.every_paper) is None
-    assert metadata_answer("papers by Nobody", [], retriever.every_paper) is None
+    # No paper of that year, no such author: said so, with what the index does hold (not a search that would
+    # name "the nearest papers" as if they were close).
+    none = metadata_answer("papers from 1999", [], retriever.every_paper)
+    assert none.refused and not none.citations and none.answer.startswith("No paper in the index is from 1999. ")
+    assert "2024 (2)" in none.answer
+    nobody = metadata_answer("papers by Nobody", [], retriever.every_paper)
+    assert nobody.refused and nobody.answer == (
+        "No paper in the index lists an author named 'Nobody'. 5 of the 5 papers record their authors.")
     # A named paper without recorded authors: said so, the paper cited (its abstract's sentences would answer
     # something else), counted as declined.
     hits_without_authors = [h.__class__(**{**h.__dict__, "authors": ()}) for h in retriever.search("Adam", 3)]
@@ -82,6 +87,41 @@ def test_other_questions_and_missing_metadata_take_the_usual_path(pipeline, retr
     assert metadata_answer("Authors of the Adam paper", adam_first, None) is not None
     # A paper the question does not name is not answered for (the top hit is not "the BERT paper").
     assert metadata_answer("who wrote the BERT paper?", retriever.search("BERT", 3), None) is None
+
+
+@pytest.mark.parametrize("question", ["what conference is this?", "Which venue are these papers from?",
+                                      "where were these papers published?", "what conference are the abstracts from?"])
+def test_the_collections_venues_are_answered_from_its_records(pipeline, question):
+    answer = pipeline.answer(question)
+    assert answer.answer == "The 5 papers are from ICLR (2), ICML (1), NeurIPS (1); 1 records no venue."
+    assert not answer.refused and answer.about_paperchat and not answer.citations
+
+
+def test_one_papers_venue_or_year_is_answered_from_its_record_and_cited(pipeline):
+    venue = pipeline.answer("what venue is the Adam paper from?")
+    assert venue.answer.startswith("Adam: A Method for Stochastic Optimization is from ICLR [1]")
+    assert [c.paper_id for c in venue.citations] == ["adam"] and venue.citations[0].evidence == "Venue: ICLR"
+    year = pipeline.answer("When was Auto-Encoding Variational Bayes published?")
+    assert [c.paper_id for c in year.citations] == ["vae"] and "is from 2014 [1]" in year.answer
+
+
+def test_who_the_authors_are_and_the_newest_paper_are_answered_for_the_collection(pipeline):
+    authors = pipeline.answer("who are the authors?")
+    assert authors.answer.startswith("5 of the 5 papers record their authors: ask about one paper")
+    newest = pipeline.answer("what's the newest paper?")
+    assert newest.answer == 'The newest papers are from 2024: 2 of them (ask "papers from 2024" for the list).'
+    assert pipeline.answer("Which is the oldest paper?").answer.startswith("The oldest papers are from 2014: 1 ")
+
+
+def test_an_index_without_metadata_says_what_it_does_not_record(bundled_papers):
+    bare = [p.__class__(**{**p.__dict__, "authors": (), "venue": "", "year": None}) for p in bundled_papers[:3]]
+    said = {q: metadata_answer(q, [], lambda: bare).answer for q in (
+        "what conference is this?", "who are the authors?", "what's the latest paper?", "papers from 2024")}
+    assert said["what conference is this?"] == ("The index records no venue for its 3 papers (ingest a JSONL or CSV "
+                                                 "file with 'venue' fields to record them).")
+    assert "records no authors for its 3 papers" in said["who are the authors?"]
+    assert "records no year for its 3 papers" in said["what's the latest paper?"]
+    assert said["papers from 2024"].startswith("No paper in the index is from 2024. The index records no year")
 
 
 def test_labels_name_the_corpus_and_the_place():

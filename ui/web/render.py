@@ -270,7 +270,8 @@ def sources_html(answer: Answer) -> str:
         parts.extend(_hit_item(h) for h in others)
         parts.append("</ul>")
     if answer.about_paperchat:
-        parts.append('<div class="pc-empty">No sources: this reply is about using paperchat, not about a paper.</div>')
+        parts.append('<div class="pc-empty">No sources: this reply is about using paperchat or about the '
+                     'collection as a whole, not about one paper.</div>')
     elif not answer.sources:
         parts.append('<div class="pc-empty">No papers in the index are close to this question.</div>')
     notes = [f"answered by {esc(answer.backend)}"] if answer.backend else []
