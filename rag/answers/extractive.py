@@ -101,8 +101,18 @@ _FIGURE_KINDS = (
 # description answers.
 _ASKS_NAME = re.compile(
     r"^\W*(?:which|what)\s+(?:(?!(?:papers?|works?|studies|methods|approaches)\b)[\w-]+\s+){0,2}?"
-    r"(?:llms?|(?:large |vision-)?language models?|backbones?|base models?|foundation models?|pre-?trained models?)"
+    r"(?:llms?|(?:large |vision-)?language models?|backbones?|base models?|foundation models?|pre-?trained models?|"
+    r"gpus?|tpus?|hardware|accelerators?)"
     r"(?:\s+(?:llms?|models?))?\b",
+    re.IGNORECASE,
+)
+# "Which specific model ...?", "which four benchmarks ...?": a question that already knows how many, or wants the
+# exact one, asks for names; "four multimodal benchmarks" does not answer it.
+_ASKS_WHICH_EXACTLY = re.compile(
+    r"^\W*(?:which|what)\s+(?:(?:specific|exact|particular|actual)\s+|"
+    r"(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\d{1,2})\s+)"
+    r"(?:[\w-]+\s+){0,2}?(?P<kind>datasets?|benchmarks?|baselines?|models?|llms?|methods?|tasks?|environments?|"
+    r"metrics?|languages?|tools?|games?|domains?|architectures?|algorithms?|modalities|agents?)\b",
     re.IGNORECASE,
 )
 # A question that asks outright for names ("What are the names of the four benchmarks ...?", "Name the datasets
@@ -113,6 +123,11 @@ _ASKS_NAMES_OF = re.compile(
     r"languages?|tools?|games?|domains?)\b",
     re.IGNORECASE,
 )
+# Hardware asked for ("What GPU did they train on?") and the names that answer: "100k+ GPUs" names no GPU.
+_ASKS_HARDWARE = re.compile(r"\b(?:gpus?|tpus?|hardware|accelerators?)\b", re.IGNORECASE)
+_HARDWARE_NAME = re.compile(
+    r"\b(?:[AHVTLBP]\d{1,4}(?:\s?(?:GPUs?|SXM|PCIe))?|(?:RTX|GTX|Quadro|Titan)\s?[A-Z]?\d{2,4}\w*|A\d{4}|"
+    r"MI\d{3}X?|NVIDIA|AMD|Ascend|Gaudi\d?|TPU\s?v\d\w*|TPUs?|Apple\s+M\d)\b")
 # A sentence about experiments, where an abstract names what it was evaluated on.
 _EXPERIMENTS = re.compile(r"\b(?:evaluat|experiment|benchmark|dataset|test|trained on|outperform|compar|baseline)",
                           re.IGNORECASE)
@@ -331,7 +346,8 @@ class ExtractiveAnswerer:
         absent = [name for name in question_names(without_title(question, hit.title)) if not mentions(hit, name)]
         if absent:
             return "never mentions " + _join(absent)
-        if asked_name and not names_other_than(hit, question, kind=asks_outright_for_names(question)):
+        if asked_name and not names_other_than(hit, question, kind=asks_outright_for_names(question),
+                                               asked_for=asked_name):
             return f"names no {asked_name}"
         named = names_paper(question, hit)
         named_coverage = self.coverage(question, hit, known_only=True, ignore=self.asking_words) if named else 1.0
@@ -569,15 +585,22 @@ def asks_for_name(question: str) -> str:
 
 
 def asks_outright_for_names(question: str) -> str:
-    """What "What are the names of the benchmarks ...?" or "Name the datasets ..." asks for ("benchmarks"), or ""."""
-    match = _ASKS_NAMES_OF.search(question)
-    return match.group(1).lower() if match else ""
+    """What "What are the names of the benchmarks ...?", "Name the datasets ..." or "Which four benchmarks ...?" asks
+    for ("benchmarks"), or ""."""
+    if match := _ASKS_NAMES_OF.search(question):
+        return match.group(1).lower()
+    for part in question_parts(question):
+        for clause in (part, *(part[m.end():] for m in re.finditer(r",\s+", part))):
+            if match := _ASKS_WHICH_EXACTLY.match(clause):
+                return match.group("kind").lower()
+    return ""
 
 
-def names_other_than(hit: Hit, question: str, *, kind: str = "") -> bool:
+def names_other_than(hit: Hit, question: str, *, kind: str = "", asked_for: str = "") -> bool:
     """Does the abstract name something (a model, a dataset: a coined name, an acronym, a capitalised word) other
     than the paper itself and what the question names? With ``kind`` ("benchmarks"), only in a sentence about
-    that kind or about experiments: "a Dirichlet distribution" in the method's sentence names no benchmark."""
+    that kind or about experiments: "a Dirichlet distribution" in the method's sentence names no benchmark. Asked
+    for hardware (``asked_for`` "GPU"), only a chip's name answers ("H100", "TPU v4"): "SimGrid" is no GPU."""
     abstract = re.sub(r"https?://\S+", " ", hit.abstract or hit.text)
     # A spelled-out acronym names a field, not a thing: "Large Language Models (LLMs)" is no model's name, nor
     # "Multimodal Federated Learning (MMFL)".
@@ -585,11 +608,20 @@ def names_other_than(hit: Hit, question: str, *, kind: str = "") -> bool:
     known = {n.lower().rstrip("s") for n in question_names(question)}
     known |= {w.lower().rstrip("s") for w in re.findall(r"[\w-]+", hit.title)}
     kind_word = re.compile(rf"\b{re.escape(kind.rstrip('s'))}", re.IGNORECASE) if kind else None
+    hardware = _ASKS_HARDWARE.search(asked_for or "")
     for a, b in split_sentences(abstract):
         sentence = abstract[a:b]
-        if kind_word is not None and not (_EXPERIMENTS.search(sentence) or kind_word.search(sentence)):
+        names = question_names(sentence)
+        if kind_word is not None:
+            # What the sentence is about, its names aside: "Classical Test Theory" is no sentence about a test.
+            plain = re.sub("|".join(rf"\b{re.escape(n)}\b" for n in names), " ", sentence) if names else sentence
+            if not (_EXPERIMENTS.search(plain) or kind_word.search(plain)):
+                continue
+        if hardware:
+            if _HARDWARE_NAME.search(sentence):
+                return True
             continue
-        if any(name.lower().rstrip("s") not in known for name in question_names(sentence)):
+        if any(name.lower().rstrip("s") not in known for name in names):
             return True
     return False
 

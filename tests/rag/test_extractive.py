@@ -309,6 +309,33 @@ def test_each_count_asked_for_needs_its_own_figure(retriever):
         (False, "gives no figure for campus networks"), (False, "gives no figure for packet routers"), (True, "")]
 
 
+SCALE = ("Sockets routes packets with adaptive time slices. Experiments on four campus benchmarks with 100k+ GPUs "
+         "show that Sockets cuts latency by 40%.")
+
+
+@pytest.mark.parametrize("question, evaluation, missing", [
+    # The count is known already, or the exact one is wanted: "four campus benchmarks" does not answer.
+    ("Which four campus benchmarks was Sockets tested on?", "", "names no benchmarks"),
+    ("Which four campus benchmarks was Sockets tested on?", " The benchmarks are CampusNet, MAWI, CAIDA and UNSW.",
+     ""),
+    ("For Sockets, which specific model predicts the queue lengths?", "", "names no model"),
+    # Asked for hardware, only a chip's name answers: "100k+ GPUs" and "SimGrid" name none.
+    ("What GPU was Sockets run on?", " Simulations in SimGrid confirm it.", "names no GPU"),
+    ("What GPU was Sockets run on?", " Training takes 2 hours on one A100 GPU.", ""),
+])
+def test_a_count_known_or_an_exact_one_asked_needs_names(retriever, question, evaluation, missing):
+    plan = answerer(retriever).plan(question, [_sockets(SCALE + evaluation)])
+    assert (plan.kind == "answer", plan.missing) == (not missing, missing)
+
+
+def test_a_name_in_a_sentence_does_not_make_it_one_about_experiments(retriever):
+    # "Test" of "Classical Test Theory" is part of a name, not a test: the sentence names no benchmark.
+    abstract = ("Sockets routes packets with adaptive time slices. Guided by Classical Test Theory, we weight each "
+                "queue by its difficulty.")
+    plan = answerer(retriever).plan("Which specific benchmarks was Sockets evaluated on?", [_sockets(abstract)])
+    assert plan.kind != "answer" and plan.missing == "names no benchmarks"
+
+
 NAMED = ("Packet routers drop packets under bursts. We propose R2-Sock, adaptive time slices for packet routers "
          "(R2-Sock), trained on campus traces. Slices are scored by the Mahalanobis distance of their queue lengths.")
 
