@@ -79,7 +79,7 @@ def _supported_claim(hit: Hit, marker: int) -> str:
 
 
 def test_a_writer_citing_1_and_4_of_5_sources_ends_as_1_and_2(fake_retriever):
-    question = "federated learning methods for clients"
+    question = "How do federated learning methods treat clients?"  # one answer, not a list of the papers
     hits = fake_retriever.search(question, 5)
     reply = f"{_supported_claim(hits[3], 4)} {_supported_claim(hits[0], 1)} {_supported_claim(hits[3], 4)}"
     events = list(_pipeline(fake_retriever, FakeChatModel(reply, chunk_size=5)).stream(question))

@@ -106,7 +106,7 @@ def test_detail_the_named_abstract_does_not_state_is_declined_citing_the_paper(f
     model = FakeChatModel()
     answer = make_pipeline(fake_retriever, model).answer("What GPU did the FedSSM authors use?")
     assert answer.refused and answer.not_stated and not model.requests
-    assert answer.answer.startswith("The abstract of FedSSM does not state this [1]: it never mentions GPU.")
+    assert answer.answer.startswith("The abstract of FedSSM does not state this [1]: it names no GPU.")
     assert [c.title for c in answer.citations] == ["FedSSM"] and answer.citations[0].evidence
 
 
