@@ -63,8 +63,9 @@ _INNER_CAPS = re.compile(r"[a-z][A-Z]|[A-Z]{2,}[a-z](?!$)|[A-Z]{2,}[a-rt-z]$")
 _ACRONYM = re.compile(r"^[A-Z][A-Z0-9]+s?$")
 # Field acronyms that a paper uses but never introduces; never taken as the paper's "name".
 GENERIC_ACRONYMS = word_set(
-    "ai api asr csv cnn cot cpu cv dnn dpo dr ffn gan gd gnn gpt gpu iid kl llm lm lvlm mdp ml mllm mlp moe nlp ode ood "
-    "pde pdf pomdp ppo qa rag rl rlhf rnn sde sgd sota tpu tts vae vit vlm vqa html http json sql url xml gui"
+    "ai api asr cnn cot cpu cv dnn dpo dr ffn gan gd gnn gpt gpu iid kl llm lm lvlm mdp ml mllm mlp moe nlp ode ood "
+    "pde pomdp ppo qa rag rl rlhf rnn sde sgd sota tpu tts vae vit vlm vqa "
+    "csv gui html http json pdf sql url xml"  # formats and interfaces: "800 PDF documents" names no dataset
 )
 _CONNECTORS = word_set("of and for with in on to via")
 _APPOSITIVE_NEXT = word_set("a an the which that one our whose")

@@ -18,6 +18,8 @@ from ui.cli.search import batch_line, hit_details, question_arg, read_batch
 from ui.shared.commands import components_from_args
 from ui.shared.text import AnswerNotes
 
+OTHERS_SHOWN = 5  # uncited papers listed after an answer
+
 
 def show_sources(answer) -> None:
     """What follows an answer: its sources, the papers consulted, unsupported claims, notes, who answered."""
@@ -39,8 +41,11 @@ def show_sources(answer) -> None:
     others = [h for h in answer.sources if h.paper_id not in cited]
     if others:
         show("\nNearest papers:" if answer.refused or not answer.citations else "\nAlso consulted (not cited):")
-        for h in others:
+        # A list question searches thirty papers deep: the nearest few say what else is close, the rest is noise.
+        for h in others[:OTHERS_SHOWN]:
             show(f"- {h.title}  ({h.label})")
+        if len(others) > OTHERS_SHOWN:
+            show(f"  and {len(others) - OTHERS_SHOWN} more (`--json` lists every paper consulted)")
     flagged = [c for c in answer.claims if not c.supported]
     if flagged:
         show("\nUnsupported (no source says this; struck through as ~~...~~ above):")
