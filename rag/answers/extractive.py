@@ -413,6 +413,13 @@ class ExtractiveAnswerer:
         if required:  # "... evaluate on ALFWorld": no paper qualifies for a name by meaning alone
             chance = np.where([any(mentions(h, n) for n in required) for h in hits], chance, 0.0)
         coverage = features[:, FEATURES.index("topic_coverage")]
+        if required and _names_alone(topic, required):
+            # "Which papers mention GRPO?", "... use LoRA?": the name is the whole topic, so every paper that
+            # mentions it qualifies, however little else of it sounds like the question.
+            chosen = sorted((i for i, c in enumerate(chance) if c > 0), key=lambda i: -chance[i])
+            if chosen:
+                closest = float(max(features[i, FEATURES.index("closest_sentence")] for i in chosen))
+                return chosen, closest, float(coverage[chosen[0]]), True
         chosen = self._with_key_terms(topic, hits, listed(chance, coverage, params))
         closest = float(max(features[i, FEATURES.index("closest_sentence")] for i in chosen))
         return chosen, closest, float(coverage[chosen[0]]), bool(names) and mentioned[chosen[0]]
@@ -640,6 +647,27 @@ def question_names(question: str) -> list[str]:
         if looks_coined(token) or acronym or (capitalised and token.lower() not in _QUESTION_OPENERS):
             names.append(token)
     return list(dict.fromkeys(names))
+
+
+# The verbs and small words around a name that make a topic of it and nothing else ("mention GRPO", "use LoRA",
+# "evaluate on ALFWorld", "build on Mamba").
+_AROUND_A_NAME = frozenset([
+    "mention", "mentions", "mentioned", "mentioning", "use", "uses", "used", "using", "cite", "cites", "cited",
+    "citing", "evaluate", "evaluates", "evaluated", "evaluating", "test", "tests", "tested", "testing", "compare",
+    "compares", "compared", "comparing", "against", "include", "includes", "included", "employ", "employs",
+    "employed", "build", "builds", "built", "apply", "applies", "applied", "adopt", "adopts", "adopted", "rely",
+    "relies", "involve", "involves", "discuss", "discusses", "refer", "refers", "name", "names", "named", "report",
+    "reports", "reported", "run", "runs", "ran", "on", "upon", "with", "of", "in", "to", "for", "by", "the", "a",
+    "an", "its", "their", "about"
+])
+
+
+def _names_alone(topic: str, names: Sequence[str]) -> bool:
+    """Is the topic its names and the words around them, nothing else ("mention GRPO", "evaluate on ALFWorld")?"""
+    rest = topic
+    for name in names:
+        rest = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", " ", rest)
+    return all(w.lower() in _AROUND_A_NAME for w in re.findall(r"[\w'-]+", rest))
 
 
 def required_names(topic: str) -> list[str]:

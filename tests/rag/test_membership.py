@@ -209,3 +209,19 @@ def test_a_topic_typed_alone_lists_its_papers_and_a_papers_name_alone_asks_about
     # After an answer, a short message may point back at it: it is a follow-up, not a new topic.
     history = [{"role": "user", "content": "What is TinyTeacher?"}, {"role": "assistant", "content": named.answer}]
     assert {c.title for c in pipeline.answer("knowledge distillation", history).citations} == {"TinyTeacher"}
+
+
+def test_a_topic_that_is_only_a_name_lists_every_paper_that_mentions_it(real_embedder):
+    from rag.answers.extractive import _names_alone
+
+    assert _names_alone("mention GRPO", ["GRPO"]) and _names_alone("evaluate on ALFWorld", ["ALFWorld"])
+    assert not _names_alone("evaluate LLM agents on ALFWorld", ["ALFWorld"])
+    # Quantization is all Sparse Serving is about; it names the kernel library in passing, and is listed for it.
+    papers = [*PAPERS[:3], _paper(4, "Quantized Training", PAPERS[3].abstract + " Kernels come from FlashInfer."),
+              _paper(5, "Serving Kernels", "We write attention kernels for FlashInfer that serve long contexts.")]
+    retriever = FakeRetriever(papers, real_embedder)
+    extractive = ExtractiveAnswerer(real_embedder, idf=retriever.idf, search=retriever.search)
+    question = "Which papers mention FlashInfer?"
+    hits = retriever.search(question, 5)
+    plan = extractive.plan(question, hits)
+    assert sorted(hits[p.index].title for p in plan.papers) == ["Quantized Training", "Serving Kernels"]
