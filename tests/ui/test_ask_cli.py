@@ -127,6 +127,9 @@ def test_extractive_batch_with_history(env, capsys, tmp_path):
     ({"question": "   "}, "record 2: the question is empty"),
     ({"question": "and then?", "history": "Tell me about MA-RAG"}, "record 2: 'history' must be a list"),
     ({"query": 5}, "record 2: no 'question' string"),
+    # A turn without its text, or with a role no conversation has, is no history: said, not silently skipped.
+    ({"question": "and then?", "history": [{"role": "user"}]}, "record 2: 'history' must be a list"),
+    ({"question": "and then?", "history": [{"role": "moderator", "content": "x"}]}, '"role": "user" or "assistant"'),
 ])
 def test_a_bad_batch_record_is_said_before_any_answer_or_model_start(env, capsys, tmp_path, second, fragment):
     batch = tmp_path / "b.jsonl"
@@ -136,6 +139,15 @@ def test_a_bad_batch_record_is_said_before_any_answer_or_model_start(env, capsys
     out = capsys.readouterr()
     assert code == 1 and fragment in out.err, out.err
     assert out.out == "" and "embedded" not in out.err  # no answer written, nothing started or announced
+
+
+@pytest.mark.parametrize("command", ["ask", "search"])
+def test_an_empty_batch_file_is_an_error_not_silence(env, capsys, tmp_path, command):
+    batch = tmp_path / "empty.jsonl"
+    batch.write_text("\n")
+    code = main([command, "--batch", str(batch), "--json"])
+    out = capsys.readouterr()
+    assert code == 1 and out.out == "" and f"{batch} holds no questions" in out.err
 
 
 def test_a_detail_the_abstract_does_not_state_shows_the_nearest_paper_not_its_support(env, capsys):

@@ -110,9 +110,11 @@ def cmd_ask(args) -> int:
     rows = read_batch(args.batch) if args.batch else []
     for number, row in enumerate(rows, start=1):
         history = row.get("history") or []
-        if not isinstance(history, list) or not all(isinstance(m, dict) for m in history):
+        if not isinstance(history, list) or not all(
+                isinstance(m, dict) and m.get("role") in ("user", "assistant") and isinstance(m.get("content"), str)
+                for m in history):
             raise QueryError(f"{args.batch}: record {number}: 'history' must be a list of "
-                             "{\"role\": ..., \"content\": ...} objects")
+                             "{\"role\": \"user\" or \"assistant\", \"content\": \"...\"} objects")
     filters = parse_filters(args.where, args.source)
     with components_from_args(args) as components:
         if question is not None:

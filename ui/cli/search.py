@@ -26,6 +26,8 @@ def read_batch(path: str) -> list[dict]:
     from rag.evaluation import parse_jsonl, read_jsonl
 
     rows = parse_jsonl(sys.stdin.read().splitlines(), "stdin") if path == "-" else read_jsonl(Path(path), "batch")
+    if not rows:
+        raise QueryError(f"{path} holds no questions: write one JSON object per line, e.g. {{\"question\": \"...\"}}")
     for number, row in enumerate(rows, start=1):
         question = next((row[key] for key in _QUESTION_KEYS if isinstance(row.get(key), str)), None)
         if question is None:
