@@ -84,6 +84,12 @@ def test_related_lists_the_nearest_papers_with_what_they_share(cli):
     lines = text.splitlines()
     assert lines[0] == "Papers related to FedSSM:" and lines[1].startswith(f"1. {payload['related'][0]['title']}  [")
     assert lines[2] == f"   {payload['related'][0]['shares']}"
+    # By its title or short name, as typed: the same list.
+    for named in ("FedSSM", "fed ssm", "  fedssm "):
+        code, by_name, err = cli("related", named, "--k", "2", "--json")
+        assert code == 0 and json.loads(by_name) == payload, err
+    code, _out, err = cli("related", "FedSSMM")
+    assert code == 1 and "no paper with id 'FedSSMM'" in err
 
 
 @pytest.mark.parametrize("question", ["Which papers are most similar to FedSSM?", "what else is like fed ssm?",

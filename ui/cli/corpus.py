@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 
+from rag.corpus.titles import name_regex
 from rag.errors import QueryError
 from rag.labels import place_label
 from rag.text import clean_input
@@ -52,6 +54,22 @@ def cmd_topics(args) -> int:
     return 0
 
 
+def paper_by_name(given: str, papers: list[Paper]) -> str:
+    """The id of the paper ``given`` names: its id, or else its title or short name ("FedSSM", "fed ssm") when
+    exactly one paper has it; ``given`` unchanged otherwise (``related_papers`` then says the id is unknown)."""
+    if any(p.paper_id == given for p in papers):
+        return given
+    wanted = " ".join(given.lower().split())
+    named = [p for p in papers if " ".join(p.title.lower().split()) == wanted]
+    if not named:
+        named = [p for p in papers if 0 < len(p.title.split()) <= 2
+                 and re.fullmatch(name_regex(p.title.strip()), given.strip(), re.IGNORECASE)]
+    if len(named) > 1:
+        ids = ", ".join(p.paper_id for p in named[:5])
+        raise QueryError(f"{len(named)} papers are called {given!r} ({ids}): give one of their ids")
+    return named[0].paper_id if named else given
+
+
 def cmd_related(args) -> int:
     paper_id = clean_input(args.paper_id or "").strip()
     if not paper_id:
@@ -61,6 +79,7 @@ def cmd_related(args) -> int:
     topic_map = components.topics()
     papers = components.papers()
     components.retriever.refresh()  # its vector table, in step with the store
+    paper_id = paper_by_name(paper_id, papers)
     related = related_papers(paper_id, papers, components.retriever.vectors, topic_map, args.k or DEFAULT_RELATED)
     paper = next(p for p in papers if p.paper_id == paper_id)
     if args.json:

@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_topics)
 
     p = sub.add_parser("related", help="the papers nearest to a paper, with what they share")
-    p.add_argument("paper_id", help="a paper's id, as `search --json` prints it (paper_id)")
+    p.add_argument("paper_id", help="a paper's id (as `search --json` prints it) or its title or short name (FedSSM)")
     p.add_argument("--k", type=paper_count, default=None, help="papers to list (default: 5)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_related)
