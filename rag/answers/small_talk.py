@@ -39,7 +39,40 @@ def small_talk_answer(question: str, papers: Callable[[], Sequence[Paper]] | Non
         return _reply(question, "You're welcome. Ask another question about the papers whenever you like.")
     if _GREETING.match(text) or _HELP.match(text):
         return _reply(question, _usage(papers() if papers is not None else ()))
+    if not_english(text):
+        reply = _reply(question, NOT_ENGLISH)
+        reply.refused = True
+        return reply
     return None
+
+
+# A question in another language: the abstracts and the embedding model are English, so its search finds papers
+# by chance. Told so instead of "the nearest papers". Function words that only other languages use, and English's.
+_FOREIGN_WORDS = frozenset([
+    "qué", "que", "cuáles", "cuales", "cuál", "artículos", "articulos", "sobre", "los", "las", "del", "una", "para",
+    "por", "cómo", "como", "hay", "quels", "quelles", "quel", "les", "des", "sur", "une", "est", "sont", "dans",
+    "articles", "welche", "arbeiten", "über", "und", "der", "die", "das", "ist", "sind", "wie", "gibt", "es", "quali",
+    "sono", "gli", "della", "delle", "di", "il", "che", "quais", "são", "sao", "artigos", "não", "uma", "em", "o",
+])
+_ENGLISH_WORDS = frozenset([
+    "the", "a", "an", "which", "what", "how", "is", "are", "does", "do", "of", "on", "about", "papers", "paper",
+    "any", "there", "and", "to", "in", "for", "with", "who", "why", "it", "this",
+])
+NOT_ENGLISH = ("paperchat reads English abstracts with an English model, so a question in another language finds "
+               "papers by chance. Please ask in English, e.g. \"Which papers are about federated learning?\"")
+
+
+def not_english(question: str) -> bool:
+    """Is the question written in another language than English (another script, or only other languages'
+    function words)?"""
+    letters = [ch for ch in question if ch.isalpha()]
+    if not letters:
+        return False
+    if sum(not ("a" <= ch.lower() <= "z" or "\u00c0" <= ch <= "\u024f") for ch in letters) > 0.3 * len(letters):
+        return True  # Chinese, Cyrillic, Arabic ... script
+    words = re.findall(r"[^\W\d_]+", question.lower())
+    foreign = sum(w in _FOREIGN_WORDS for w in words)
+    return foreign >= 2 and not any(w in _ENGLISH_WORDS for w in words)
 
 
 def _usage(papers: Sequence[Paper]) -> str:

@@ -40,3 +40,19 @@ def test_thanks_get_a_short_reply(question):
                                       "Is there any help for small models?", "hi, what is FedSSM?"])
 def test_questions_about_papers_are_not_small_talk(question):
     assert small_talk_answer(question, None) is None
+
+
+@pytest.mark.parametrize("question", ["¿Qué artículos tratan sobre aprendizaje federado?", "哪些论文研究联邦学习？",
+                                      "Quels articles portent sur l'apprentissage fédéré ?",
+                                      "Welche Arbeiten behandeln föderiertes Lernen?", "о чём FedSSM?"])
+def test_a_question_in_another_language_is_told_to_ask_in_english_not_searched(bundled_papers, question):
+    retriever = CountingRetriever(bundled_papers)
+    answer = AnswerPipeline(retriever, retriever.embedder, None).answer(question)
+    assert not retriever.searches and answer.refused and answer.about_paperchat and not answer.sources
+    assert answer.answer.startswith("paperchat reads English abstracts") and "ask in English" in answer.answer
+
+
+@pytest.mark.parametrize("question", ["Which papers use Schrödinger bridges?", "Métropolis–Hastings sampling",
+                                      "Is there a paper on Kalman filters für GNNs?", "FedSSM"])
+def test_english_with_foreign_names_or_accents_is_searched(question):
+    assert small_talk_answer(question, None) is None
