@@ -65,7 +65,8 @@ _ASKS_FOR_ANY = re.compile(
     r"|(?:show|give|tell)\s+(?:me\s+)?(?:about\s+)?(?:all\s+|any\s+)?(?:the\s+)?(?:papers|works|studies)\b"
     r"|(?:papers|works|studies|research)\s+(?:on|about|that|using|which|where)\b"
     r"|(?:does|do|did|has|have)\s+any\s+(?:papers?|works?|stud(?:y|ies))\b"
-    r"|what\s+(?:work|research)\s+(?:has|have|is|exists)\b)",
+    r"|what\s+(?:work|research)\s+(?:has|have|is|exists)\b"
+    r"|(?:list|show|find|give)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?(?:work|research|literature)\s+(?:on|about|that|using|in)\b)",
     re.IGNORECASE,
 )
 # "How many papers ...": a question about the collection, answered by listing (and counting) what qualifies.

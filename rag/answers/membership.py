@@ -45,6 +45,7 @@ _FRAMING = [re.compile(p, re.IGNORECASE) for p in (
     r"^\s*(?:papers|works|studies|research)\s+(?:on|about|that|using|which|where)\s*",
     r"^\s*(?:does|do|did|has|have)\s+any\s+(?:papers?|works?|stud(?:y|ies))\s+",
     r"^\s*what\s+(?:work|research)\s+(?:has|have)\s+been\s+done\s+(?:on|about)\s*",
+    r"^\s*(?:list|show|find|give)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?(?:work|research|literature)\s+(?:on|about|in)\s*",
 )]
 
 # A message of a few words that asks nothing ("federated learning", "rag", "state space models") names a topic: a

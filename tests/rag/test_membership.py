@@ -41,6 +41,8 @@ from tests.conftest import FakeRetriever
     ("papers on federated learning", "federated learning"),
     ("Does any paper use GNNs?", "use GNNs"),
     ("What work has been done on federated learning?", "federated learning"),
+    ("List the work on federated learning.", "federated learning"),
+    ("show me the research on graph neural networks", "graph neural networks"),
 ])
 def test_list_topic_drops_the_framing(question, topic):
     assert list_topic(question) == topic
@@ -50,7 +52,8 @@ def test_list_topic_drops_the_framing(question, topic):
     ("Any work on federated learning?", True), ("Is there a paper about GNNs?", True),
     ("Show me papers on federated learning", True), ("papers on federated learning", True),
     ("Does any paper use GNNs?", True), ("What work has been done on federated learning?", True),
-    ("Tell me about papers on RL", True), ("Which papers use GNNs?", True),
+    ("Tell me about papers on RL", True), ("Which papers use GNNs?", True), ("List the work on GNNs.", True),
+    ("find research on federated learning", True), ("How does this work in practice?", False),
     ("What does this work propose?", False), ("What is the main idea of this work?", False),
     ("Is there a generative model that produces heart sounds?", False), ("What is FedSSM?", False),
 ])
