@@ -17,6 +17,7 @@ the scores fall off smoothly, and the second paper is no more likely to qualify 
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -81,6 +82,34 @@ def as_list_question(message: str) -> str | None:
 # what a paper must not be about, so they are no part of the topic (they would count towards its coverage).
 _EXCLUSION = re.compile(r"(?:,\s*(?:but\s+|and\s+)?not|\brather\s+than|\bexcluding)\s+[^,;:()?]*",
                         re.IGNORECASE)
+
+
+# The words that frame a list question, as typed in haste: "whcih paprs are abut X?" asks what "which papers are
+# about X?" asks. A word is read as one of these only when it is close to it and is no English word itself.
+_FRAMING_WORDS = ("which", "what", "papers", "paper", "about", "there", "works", "studies", "list", "many")
+_KNOWN_WORDS = frozenset(_FRAMING_WORDS) | frozenset([
+    "with", "whose", "while", "white", "where", "were", "when", "then", "them", "these", "their", "those", "wait",
+    "whats", "that", "than", "this", "many", "man", "any", "lost", "lust", "last", "least", "list", "lots", "first",
+    "pages", "paths", "pairs", "parts", "pipers", "pager", "pepper", "paperchat", "abuts", "abbot", "about", "above",
+    "studied", "student", "stories", "words", "worse", "wars", "works", "worked", "forks", "thee", "three", "tree",
+    "wheat", "whit", "witch", "weather", "wither", "either", "other", "mean", "maybe", "main", "much", "major",
+])
+
+
+def framing_typos_fixed(question: str) -> str:
+    """The question with a misspelt framing word put right ("whcih paprs are abut" -> "which papers are about"):
+    only words of four letters or more that are no English word and within one or two letters of a framing
+    word. What the question is about is left as typed."""
+    def fix(match: re.Match[str]) -> str:
+        word = match.group(0)
+        lower = word.lower()
+        if len(lower) < 4 or lower in _KNOWN_WORDS or not lower.isalpha():
+            return word
+        close = difflib.get_close_matches(lower, _FRAMING_WORDS, n=1, cutoff=0.75)
+        # "workers", "working", "lists" keep the framing word's first letters: other words, not typos of it.
+        return close[0] if close and lower[:4] != close[0][:4] else word
+
+    return re.sub(r"[A-Za-z]+", fix, question)
 
 
 def list_topic(question: str) -> str:

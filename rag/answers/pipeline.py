@@ -25,7 +25,7 @@ from rag.answers.extractive import (
     question_names,
 )
 from rag.answers.follow_up import FollowUp, pinned_first, ranked, resolve_follow_up
-from rag.answers.membership import as_list_question
+from rag.answers.membership import as_list_question, framing_typos_fixed
 from rag.answers.metadata import metadata_answer
 from rag.answers.numbering import StreamNumbers, consecutive, renumber_text
 from rag.answers.prompts import NOT_COVERED, build_prompt, says_not_covered, small_model_messages
@@ -217,6 +217,8 @@ class AnswerPipeline:
             yield FinalEvent(self._timed(small_talk, started))
             return
         asked = question
+        if is_multi_paper_question(fixed := framing_typos_fixed(question)) and not is_multi_paper_question(question):
+            question = fixed  # "whcih paprs are abut X?" asks for every paper on X
         if not history and (listed := as_list_question(question)):
             question = listed  # "federated learning" typed alone: the papers about it, as a search box would give
         follow = self.follow_up(question, history)

@@ -12,6 +12,7 @@ from rag.answers.membership import (
     MembershipParams,
     as_list_question,
     chances,
+    framing_typos_fixed,
     list_topic,
     membership_features,
 )
@@ -228,3 +229,25 @@ def test_a_topic_that_is_only_a_name_lists_every_paper_that_mentions_it(real_emb
     hits = retriever.search(question, 5)
     plan = extractive.plan(question, hits)
     assert sorted(hits[p.index].title for p in plan.papers) == ["Quantized Training", "Serving Kernels"]
+
+
+@pytest.mark.parametrize(("typed", "fixed"), [
+    ("whcih paprs are abut knowledge distillation?", "which papers are about knowledge distillation?"),
+    ("How mnay papers use RL?", "How many papers use RL?"),
+    ("Are threre any papres on RL?", "Are there any papers on RL?"),
+    # Words of their own are left as typed, and so is what the question is about.
+    ("workers and working lists", "workers and working lists"), ("What did the authors evaluate?", None),
+    ("distilation of a teachr", None),
+])
+def test_misspelt_framing_words_are_read_as_meant(typed, fixed):
+    assert framing_typos_fixed(typed) == (fixed or typed)
+
+
+def test_a_list_question_with_typos_lists_as_the_spelt_one_does(answerer, real_embedder):
+    from rag.answers.pipeline import AnswerPipeline
+
+    _extractive, retriever = answerer
+    pipeline = AnswerPipeline(retriever, real_embedder, None)
+    typed = pipeline.answer("whcih paprs are abut knowledge distilation?")
+    assert typed.question == "whcih paprs are abut knowledge distilation?"
+    assert sorted({c.title for c in typed.citations}) == ["Robust Vision", "TinyTeacher"]
