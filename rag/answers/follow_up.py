@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from rag.answers.prompts import condense_messages
+from rag.answers.prompts import condense_messages, says_not_covered
 from rag.corpus.chunking import split_sentences
 from rag.corpus.titles import looks_coined
 from rag.errors import LLMError
@@ -103,7 +103,10 @@ def resolve_follow_up(question: str, history: Sequence[dict], retriever: Retriev
     refers_back = bool(pinned) or pronoun or len(question.split()) <= 6
     if not refers_back:
         return FollowUp(question)
-    last = papers(len(turns) - 1) if turns else []
+    # The answer the conversation is about: the last one, unless it declined ("the second one?" when there was
+    # one paper): its "nearest papers" are no subject, and "and its results?" still means the paper before.
+    about = next((i for i in range(len(turns) - 1, -1, -1) if not _declined(turns[i])), len(turns) - 1)
+    last = papers(about) if turns else []
     if not pinned and pronoun and len(last) == 1:
         pinned = [last[0].paper_id]  # "what did they evaluate on?" after an answer about one paper
     if not pinned and rewriter is not None:
@@ -114,6 +117,11 @@ def resolve_follow_up(question: str, history: Sequence[dict], retriever: Retriev
     last_user = next((m.get("content", "") for m in reversed(history) if m.get("role") == "user"), "")
     context = " ".join(titles) if titles else last_user
     return FollowUp(f"{question} {context}".strip(), pinned)
+
+
+def _declined(turn: dict) -> bool:
+    """An answer that cited nothing and said the abstracts do not answer."""
+    return not turn.get("papers") and says_not_covered(turn.get("content", ""))
 
 
 def _assistant_turns(history: Sequence[dict]) -> list[dict]:

@@ -80,6 +80,15 @@ def test_a_pronoun_after_an_answer_about_one_paper_pins_it(fake_retriever):
         fake_retriever, "FedSSM")
 
 
+def test_after_a_declined_follow_up_a_pronoun_still_means_the_paper_before(fake_retriever):
+    fedssm = ids(fake_retriever, "FedSSM")
+    history = [*turn("FedSSM predicts training dynamics with state space models [1].", "what is FedSSM?",
+                     papers=fedssm),
+               *turn("The abstracts do not answer this. The nearest papers: MA-RAG; NRDE; T2PO.", "the second one?",
+                     papers=[])]
+    assert resolve_follow_up("and its results?", history, fake_retriever, None).pinned == fedssm
+
+
 def test_a_refusal_names_no_paper(fake_retriever):
     history = turn("No abstract here covers this. The nearest papers are listed below.")
     assert papers_of(history[-1], fake_retriever) == []
