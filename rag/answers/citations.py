@@ -298,8 +298,10 @@ class ClaimCheck:
     weak: bool
 
 
-def citations_from_checks(checks: list[ClaimCheck], sources: dict[int, Paper]) -> list[Citation]:
-    """One ``Citation`` per marker, in order of first appearance, from its best-supported claim.
+def citations_from_checks(checks: list[ClaimCheck], sources: dict[int, Paper], question: str = "") -> list[Citation]:
+    """One ``Citation`` per marker, in order of first appearance, from its best-supported claim; among claims
+    supported about as well (an extractive answer quotes each of its sentences verbatim), the one that shares the
+    most words with ``question``: the sentence that answers, not the background it opens with.
 
     A citation is weak only when every claim citing it is weakly supported.
     """
@@ -309,8 +311,10 @@ def citations_from_checks(checks: list[ClaimCheck], sources: dict[int, Paper]) -
             by_marker.setdefault(check.marker, []).append(check)
     citations = []
     for number, group in by_marker.items():
-        best = max(group, key=lambda check: check.support)  # the first of equals
+        top = max(check.support for check in group)
+        near = [check for check in group if check.support >= top - EVIDENCE_TIE]
         paper = sources[number]
+        best = max(near, key=lambda check: _shared_words(question, check.claim, paper.title))  # the first of equals
         citations.append(
             Citation(
                 marker=number,
@@ -325,6 +329,21 @@ def citations_from_checks(checks: list[ClaimCheck], sources: dict[int, Paper]) -
             )
         )
     return citations
+
+
+EVIDENCE_TIE = 0.02  # claims whose support differs by less are supported equally well
+_STOP = frozenset(["the", "a", "an", "of", "in", "on", "to", "for", "and", "or", "with", "by", "from", "what", "which",
+                   "how", "does", "did", "do", "is", "are", "was", "were", "its", "their", "this", "that", "these",
+                   "those", "it", "they", "who", "why", "when", "where"])
+
+
+def _shared_words(question: str, claim: str, title: str = "") -> int:
+    """How many of the question's words the claim uses (word starts compared: "reduction" ~ "reduces"), the
+    paper's own name aside: it says which paper, not which sentence."""
+    def starts(text: str) -> set[str]:
+        return {w[:5] for w in re.findall(r"[a-z0-9][a-z0-9-]+", text.lower()) if w not in _STOP}
+
+    return len((starts(question) - starts(title)) & starts(claim))
 
 
 def highlight_spans(abstract: str, checks: list[ClaimCheck], paper_id: str) -> list[tuple[int, int]]:

@@ -415,7 +415,7 @@ class AnswerPipeline:
         answer.answer = checked.text
         answer.checks = checked.checks
         answer.claims = checked.claims
-        answer.citations = citations_from_checks(checked.checks, by_number)
+        answer.citations = citations_from_checks(checked.checks, by_number, answer.question)
         answer.grounded = bool(answer.citations)
         answer.refused = refused
         return answer

@@ -338,6 +338,20 @@ def test_citations_follow_first_appearance_and_dedupe():
     assert (first.claim, first.support, first.weak) == ("strong claim", 0.90, False)
 
 
+def test_among_equally_supported_claims_the_one_that_answers_the_question_is_the_evidence():
+    # An extractive answer quotes three sentences of one paper, each verbatim (support 1.0): the evidence shown
+    # is the one with the question's words, not the background it opens with, and the paper's name picks none.
+    checks = [make_check(1, 1.0, "FedSSM selects clients for federated learning."),
+              make_check(1, 1.0, "FedSSM is evaluated on four multimodal benchmarks.", span=(10, 20)),
+              make_check(1, 0.99, "FedSSM reduces communication rounds by over 30%.", span=(20, 30))]
+    picked = citations_from_checks(checks, SOURCES, "By how much does FedSSM reduce communication rounds?")
+    assert [c.claim for c in picked] == ["FedSSM reduces communication rounds by over 30%."]
+    assert citations_from_checks(checks, SOURCES)[0].claim == checks[0].claim  # no question: the first of equals
+    weaker = [*checks[:2], make_check(1, 0.8, checks[2].claim, span=(20, 30))]
+    assert citations_from_checks(weaker, SOURCES, "By how much does FedSSM reduce communication rounds?")[0].claim \
+        == checks[0].claim  # much less supported: not chosen for its words
+
+
 def test_citation_is_weak_only_when_every_claim_is():
     citations = citations_from_checks([make_check(1, 0.1, "a"), make_check(1, 0.3, "b")], SOURCES)
     assert [(c.marker, c.claim, c.weak) for c in citations] == [(1, "b", True)]
