@@ -110,7 +110,8 @@ _ASKS_NAME = re.compile(
 # "Which specific model ...?", "which four benchmarks ...?": a question that already knows how many, or wants the
 # exact one, asks for names; "four multimodal benchmarks" does not answer it.
 _ASKS_WHICH_EXACTLY = re.compile(
-    r"^\W*(?:which|what)\s+(?:(?:specific|exact|particular|actual)\s+|"
+    r"^\W*(?:(?:which|what)(?:\s+(?:are|were|was|is)\s+the)?|(?:can\s+you\s+|please\s+)?(?:list|name)\s+(?:all\s+)?the)"
+    r"\s+(?:(?:specific|exact|particular|actual)\s+|"
     r"(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\d{1,2})\s+)"
     r"(?:[\w-]+\s+){0,2}?(?P<kind>datasets?|benchmarks?|baselines?|models?|llms?|methods?|tasks?|environments?|"
     r"metrics?|languages?|tools?|games?|domains?|architectures?|algorithms?|modalities|agents?)\b",
@@ -587,11 +588,18 @@ def asks_for_name(question: str) -> str:
     """What a question asks the name of ("base LLM" of "Which base LLM did they use?", "benchmarks" of "What are
     the names of the benchmarks ...?"), or ""."""
     for part in question_parts(question):
-        if match := _ASKS_NAME.match(part):
-            return " ".join(match.group(0).split()[1:])
+        for clause in _clauses(part):
+            if match := _ASKS_NAME.match(clause):
+                return " ".join(match.group(0).split()[1:])
         if asked := asks_outright_for_names(part):
             return asked
     return ""
+
+
+def _clauses(part: str) -> list[str]:
+    """A question part, then what follows each comma or sentence end in it ("MA-RAG reports +6.8 points. Which
+    backbone was it?", "On MADQA, which specific model ...?"): where a question may start."""
+    return [part, *(part[m.end():] for m in re.finditer(r",\s+|(?<=[.?!])\s+", part))]
 
 
 def asks_outright_for_names(question: str) -> str:
@@ -600,7 +608,7 @@ def asks_outright_for_names(question: str) -> str:
     if match := _ASKS_NAMES_OF.search(question):
         return match.group(1).lower()
     for part in question_parts(question):
-        for clause in (part, *(part[m.end():] for m in re.finditer(r",\s+", part))):
+        for clause in _clauses(part):
             if match := _ASKS_WHICH_EXACTLY.match(clause):
                 return match.group("kind").lower()
     return ""

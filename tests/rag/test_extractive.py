@@ -319,6 +319,10 @@ SCALE = ("Sockets routes packets with adaptive time slices. Experiments on four 
     ("Which four campus benchmarks was Sockets tested on?", " The benchmarks are CampusNet, MAWI, CAIDA and UNSW.",
      ""),
     ("For Sockets, which specific model predicts the queue lengths?", "", "names no model"),
+    ("What were the four campus benchmarks Sockets was tested on?", "", "names no benchmarks"),
+    ("Can you list the four campus benchmarks Sockets reports?", "", "names no benchmarks"),
+    # A question may start after the sentence that sets it up.
+    ("Sockets cuts latency by 40%. Which base model predicts the queue lengths?", "", "names no base model"),
     # Asked for hardware, only a chip's name answers: "100k+ GPUs" and "SimGrid" name none.
     ("What GPU was Sockets run on?", " Simulations in SimGrid confirm it.", "names no GPU"),
     ("What GPU was Sockets run on?", " Training takes 2 hours on one A100 GPU.", ""),
