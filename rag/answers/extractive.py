@@ -35,6 +35,7 @@ from store.bm25 import Analyzer, LexicalParams
 
 # Words a question uses to ask, not to say what it is about.
 _QUESTION_WORDS = (
+    "etc etcetera "  # "(clinical QA, medical imaging, etc.)": a list trails off, it names no topic
     "paper papers work works method methods approach approaches author authors propose proposed use used using "
     "study studies describe described present presented introduce introduced evaluate evaluated evaluation what "
     "which how many much does do did is are was were there any kind type main key new novel model models result "
