@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from rag.answers.extractive import is_multi_paper_question
 from rag.answers.prompts import condense_messages, says_not_covered
 from rag.corpus.chunking import split_sentences
 from rag.corpus.titles import looks_coined
@@ -100,7 +101,10 @@ def resolve_follow_up(question: str, history: Sequence[dict], retriever: Retriev
 
     pinned = _pinned(question, turns, papers)
     pronoun = bool(_ANAPHORA.search(question))
-    refers_back = bool(pinned) or pronoun or len(question.split()) <= 6
+    # A short message may lean on the answer before ("and the datasets?"), unless it stands on its own: a list
+    # question ("Which papers use RL?") or one that names its subject ("summarize FedSMM", typo and all).
+    stands_alone = is_multi_paper_question(question) or any(looks_coined(w) for w in question.split())
+    refers_back = bool(pinned) or pronoun or (len(question.split()) <= 6 and not stands_alone)
     if not refers_back:
         return FollowUp(question)
     # The answer the conversation is about: the last one, unless it declined ("the second one?" when there was

@@ -89,6 +89,17 @@ def test_after_a_declined_follow_up_a_pronoun_still_means_the_paper_before(fake_
     assert resolve_follow_up("and its results?", history, fake_retriever, None).pinned == fedssm
 
 
+@pytest.mark.parametrize("question", ["Which papers use reinforcement learning?", "summarize FedSMM",
+                                      "how many papers use RL?"])
+def test_a_short_question_that_stands_on_its_own_is_not_read_as_a_follow_up(fake_retriever, question):
+    # Before, the last answer's titles were added to its search: "summarize FedSMM MA-RAG" summarized MA-RAG.
+    history = turn("MA-RAG evaluates on seven medical QA benchmarks [1].", "What did MA-RAG evaluate on?",
+                   papers=ids(fake_retriever, "MA-RAG"))
+    follow = resolve_follow_up(question, history, fake_retriever, None)
+    assert follow.query == question and not follow.pinned
+    assert resolve_follow_up("and the datasets?", history, fake_retriever, None).query != "and the datasets?"
+
+
 def test_a_refusal_names_no_paper(fake_retriever):
     history = turn("No abstract here covers this. The nearest papers are listed below.")
     assert papers_of(history[-1], fake_retriever) == []
