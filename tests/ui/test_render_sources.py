@@ -39,3 +39,18 @@ def test_a_reply_about_paperchat_says_why_it_has_no_sources(about_paperchat):
     assert ("No papers in the index are close" in panel) is not about_paperchat
     # and no "not grounded" warning under a greeting's reply: it claims nothing about a paper
     assert ("not grounded" in answer_markdown(answer)) is not about_paperchat
+
+
+def test_a_notice_shows_its_text_as_written_not_as_markdown():
+    from ui.web.render import plain_markdown
+
+    # The filter box's example, "author~Bengio", was struck through by the "~" of the example before it.
+    said = plain_markdown("unknown filter 'foo bar'; use FIELD OP VALUE (~: contains), e.g. author~Bengio *or* a_b")
+    assert "\\~" in said and "\\*or\\*" in said and "a\\_b" in said and "<" not in plain_markdown("<b>")
+
+
+def test_a_stop_before_any_word_says_so_once():
+    from ui.web.render import interrupted_markdown
+
+    assert interrupted_markdown("", "Stopped") == "*⚠ Stopped before anything was written.*"
+    assert interrupted_markdown("FedSSM selects", "Stopped").endswith("*⚠ Stopped: the answer is partial.*")

@@ -214,7 +214,7 @@ def _wire_chat(components: Components, ui: _Widgets) -> None:
         for current in callbacks.respond(answering, text, state, callbacks.session_settings(*raw), where):
             # A question that was not taken stays in the box, with the reason under it.
             box = "" if first and not current.notice else gr.skip()
-            notice = f"⚠ {current.notice}" if current.notice else ""
+            notice = f"⚠ {render.plain_markdown(current.notice)}" if current.notice else ""
             # The Stop button changes only when answering starts or ends, not with every streamed piece.
             stop = gr.Button(visible=current.answering) if current.answering != stop_shown else gr.skip()
             stop_shown = current.answering

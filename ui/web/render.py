@@ -61,6 +61,11 @@ def chat_text(text: str) -> str:
     return _MD_IMAGE.sub(r"!\\[", text.replace("<", "&lt;"))
 
 
+def plain_markdown(text: str) -> str:
+    """``text`` shown as written in Markdown: "author~Bengio" is no strikethrough, "*" no emphasis."""
+    return re.sub(r"([\\`*_~\[\]#|])", r"\\\1", text.replace("<", "&lt;"))
+
+
 def code_span(text: str) -> str:
     """``text`` as one Markdown code span, whatever backticks it holds (a fence longer than any run in it)."""
     text = " ".join(text.split())  # a code span is one line here
@@ -129,8 +134,9 @@ def answer_markdown(answer: Answer) -> str:
 
 
 def interrupted_markdown(partial: str, reason: str) -> str:
-    text = close_fences(chat_text(partial.strip())) if partial.strip() else "*(nothing was written yet)*"
-    return f"{text}\n\n*⚠ {chat_text(reason)}: the answer is partial.*"
+    if not partial.strip():
+        return f"*⚠ {chat_text(reason)} before anything was written.*"
+    return f"{close_fences(chat_text(partial.strip()))}\n\n*⚠ {chat_text(reason)}: the answer is partial.*"
 
 
 def error_markdown(message: str) -> str:
