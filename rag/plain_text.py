@@ -32,6 +32,8 @@ _SPACING = re.compile(r"\\[,;:! ]|(?<=[A-Za-z.])~(?=\d)")
 _MATH = re.compile(r"(?<![\\$])\$(?!\s)([^$\n]{1,200}?)(?<![\s\\])\$(?=(\d)?)")
 _NUMBER = re.compile(r"[\d.,\s-]*")
 _BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+# *emphasis* ("the *self-consistency* principle", "multim***o***dal"), not a footnote mark ("0.05*").
+_ITALIC = re.compile(r"(?<![*\\])\*(?=[^\s*])([^*\n]+?)(?<=[^\s*])\*(?!\*)")
 _SUPER_SUB = re.compile(r"([\^_])\{([^{}]*)\}")
 
 
@@ -42,6 +44,7 @@ def readable(text: str) -> str:
     text = _MATH.sub(_math_or_prices, text)
     text = _plain_commands(text)
     text = _BOLD.sub(r"\2", text)
+    text = _ITALIC.sub(r"\1", text)
     return text
 
 

@@ -56,3 +56,13 @@ def test_no_command_is_left_in_the_bundled_abstracts():
             if "$\\textit{Spherical" not in abstract:
                 left += re.findall(r"\\[A-Za-z]+|\$", shown)
     assert left == []
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("MA-RAG extends the *self-consistency* principle", "MA-RAG extends the self-consistency principle"),
+    ("a ***M***FM for multim***o***dal learning", "a MFM for multimodal learning"),
+    ("significant at p < 0.05* and 0.01**", "significant at p < 0.05* and 0.01**"),  # footnote marks stay
+    ("two stars * apart *", "two stars * apart *"),
+])
+def test_single_star_emphasis_is_dropped_as_bold_is(text, shown):
+    assert readable(text) == shown
