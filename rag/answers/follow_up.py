@@ -123,6 +123,23 @@ def resolve_follow_up(question: str, history: Sequence[dict], retriever: Retriev
     return FollowUp(f"{question} {context}".strip(), pinned)
 
 
+# A message that only points back ("the second one?", "and the last paper?", "[2]", "that one"): in a new
+# conversation there is nothing it can mean.
+_ONLY_POINTS_BACK = re.compile(
+    rf"^\W*(?:and\s+|so\s+|what\s+about\s+|tell\s+me\s+(?:more\s+)?about\s+)?(?:the\s+)?"
+    rf"(?:(?:{_ORDINAL_WORD}|last|other|previous|same|that|this)\s+(?:one|paper|source|result|work|method|abstract)s?"
+    rf"|\[\d{{1,2}}\]|(?:paper|source|number)\s*#?\s*\d{{1,2}}|it|that|them|those|the\s+(?:former|latter))\W*$",
+    re.IGNORECASE,
+)
+NOTHING_BEFORE = ("There is no earlier answer in this conversation to point back to: ask about a topic or a paper "
+                  "first, e.g. \"Which papers are about federated learning?\", then \"the second one?\".")
+
+
+def points_back_alone(question: str) -> bool:
+    """Does the message only point at an earlier answer's paper ("the second one?")?"""
+    return bool(_ONLY_POINTS_BACK.match(question))
+
+
 def _declined(turn: dict) -> bool:
     """An answer that cited nothing and said the abstracts do not answer."""
     return not turn.get("papers") and says_not_covered(turn.get("content", ""))

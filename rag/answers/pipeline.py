@@ -24,7 +24,7 @@ from rag.answers.extractive import (
     names_paper,
     question_names,
 )
-from rag.answers.follow_up import FollowUp, pinned_first, ranked, resolve_follow_up
+from rag.answers.follow_up import NOTHING_BEFORE, FollowUp, pinned_first, points_back_alone, ranked, resolve_follow_up
 from rag.answers.membership import as_list_question, framing_typos_fixed
 from rag.answers.metadata import metadata_answer
 from rag.answers.numbering import StreamNumbers, consecutive, renumber_text
@@ -217,6 +217,13 @@ class AnswerPipeline:
             yield FinalEvent(self._timed(small_talk, started))
             return
         asked = question
+        if not history and points_back_alone(question):  # "the second one?" in a new conversation
+            reply = Answer(question=question, answer=NOTHING_BEFORE, refused=True, about_paperchat=True,
+                           backend="paperchat (a fixed reply: nothing searched, no model)")
+            yield SourcesEvent([], question)
+            yield TextEvent(content=reply.answer)
+            yield FinalEvent(self._timed(reply, started))
+            return
         if is_multi_paper_question(fixed := framing_typos_fixed(question)) and not is_multi_paper_question(question):
             question = fixed  # "whcih paprs are abut X?" asks for every paper on X
         if not history and (listed := as_list_question(question)):

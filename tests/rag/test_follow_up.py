@@ -141,3 +141,13 @@ def test_an_answered_follow_up_cites_the_pinned_paper(fake_retriever):
     answer = pipeline.answer("What did the second one evaluate on?", turn(LIST_ANSWER))
     assert answer.sources[0].title == "Fed-Kalter" and not answer.refused
     assert {c.title for c in answer.citations} == {"Fed-Kalter"}
+
+
+@pytest.mark.parametrize("question", ["the second one?", "and the last paper?", "[2]", "what about the first one?"])
+def test_pointing_back_in_a_new_conversation_says_there_is_nothing_before(fake_retriever, question):
+    answer = AnswerPipeline(fake_retriever, fake_retriever.embedder, None).answer(question)
+    assert answer.refused and answer.about_paperchat and not answer.sources
+    assert answer.answer.startswith("There is no earlier answer in this conversation to point back to")
+    # After an answer, the same message is a follow-up.
+    history = turn(LIST_ANSWER, papers=ids(fake_retriever, "FedSSM", "Fed-Kalter", "FedVPA-GP"))
+    assert not AnswerPipeline(fake_retriever, fake_retriever.embedder, None).answer(question, history).about_paperchat
