@@ -90,13 +90,13 @@ def metadata_answer(question: str, hits: Sequence[Hit], papers: Callable[[], Seq
         year = int(match.group("year"))
         every = papers()
         found = [p for p in every if p.year == year]
-        return _listing(question, found, f"from {year}", collection) if found else _none_of(
+        return listing(question, found, f"from {year}", collection) if found else _none_of(
             question, f"No paper in the index is from {year}.", every, "year")
     if match := _BY_AUTHOR.match(text):
         name = match.group("name").strip().lower()
         every = papers()
         found = [p for p in every if any(_same_author(name, a) for a in p.authors)]
-        return _listing(question, found, f"by {match.group('name').strip()}", collection) if found else _none_of(
+        return listing(question, found, f"by {match.group('name').strip()}", collection) if found else _none_of(
             question, f"No paper in the index lists an author named {match.group('name').strip()!r}.", every,
             "authors")
     if _VENUE.match(text):
@@ -236,7 +236,7 @@ def _no_authors(question: str, named: Hit, number: int, hits: Sequence[Hit]) -> 
                   refused=True, not_stated=True, search_query=question)
 
 
-def _listing(question: str, papers: Sequence[Paper], what: str, collection: str) -> Answer:
+def listing(question: str, papers: Sequence[Paper], what: str, collection: str) -> Answer:
     """"N papers from 2024: [1] Title (authors); ..." with every paper shown as a source and cited."""
     papers = sorted(papers, key=lambda p: (p.source, p.ordinal, p.paper_id))
     shown = papers[:MAX_LISTED]

@@ -30,7 +30,7 @@ from rag.answers.metadata import metadata_answer
 from rag.answers.numbering import StreamNumbers, consecutive, renumber_text
 from rag.answers.prompts import NOT_COVERED, build_prompt, says_not_covered, small_model_messages
 from rag.answers.small_talk import small_talk_answer
-from rag.answers.topic_questions import related_answer, topics_answer
+from rag.answers.topic_questions import filtered_collection_answer, related_answer, topics_answer
 from rag.corpus.titles import looks_coined
 from rag.embedding.models import Embedder
 from rag.errors import LLMInterrupted
@@ -236,7 +236,9 @@ class AnswerPipeline:
         plan_question, hits, focus = self._follow_up_focus(question, hits, len(follow.pinned))
         # "Who wrote X?", "papers from 2024": answered from the papers' metadata, not their abstracts.
         collection = hits[0].collection if hits else ""
+        filters = getattr(self.retriever, "filters", ())
         meta = metadata_answer(question, hits, papers, pinned=bool(follow.pinned), collection=collection) or (
+            filtered_collection_answer(question, papers, filters, collection=collection)) or (
             None if follow.pinned else topics_answer(question, self.topics, papers, collection=collection)) or (
             related_answer(question, hits, self.topics, papers, getattr(self.retriever, "vectors", None),
                            collection=collection, pinned=hits[0] if len(follow.pinned) == 1 else None))

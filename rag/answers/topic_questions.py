@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from rag.answers.extractive import names_paper, without_title
-from rag.answers.metadata import cited_answer
+from rag.answers.metadata import cited_answer, listing
 from rag.corpus.chunking import first_sentence
 from rag.topics.model import TopicMap
 from rag.topics.related import related_papers
@@ -129,3 +129,13 @@ def topics_answer(question: str, topic_map: Callable[[], TopicMap] | None,
     if _EVERY_PAPER.search(" ".join(question.split())):
         lines.append(EVERY_PAPER_HINT)
     return cited_answer(question, "\n".join(lines), hits, cited)
+
+
+def filtered_collection_answer(question: str, papers: Callable[[], Sequence[Paper]] | None, filters: Sequence,
+                               *, collection: str = "") -> Answer | None:
+    """"How many papers are there?", "list all papers", "what are the main topics?" with filters set: the papers
+    that pass them, listed and counted (the topics describe the whole collection, not the part the filters keep)."""
+    if not filters or papers is None or not asks_for_topics(question):
+        return None
+    said = "; ".join(str(f) for f in filters)
+    return listing(question, papers(), f"pass the filters ({said})", collection)

@@ -44,6 +44,16 @@ def test_a_pipeline_given_the_filtered_retriever_answers_from_the_passing_papers
     assert {h.source for h in part.sources} == {SOURCE_002}
 
 
+@pytest.mark.parametrize("question", ["How many papers are there?", "list all papers", "What are the main topics?"])
+def test_the_collection_asked_for_under_filters_is_the_papers_that_pass(fake_retriever, question):
+    # Before, "how many papers are there?" under title~fed was a list of the papers "about this": one of three.
+    retriever = narrowed(fake_retriever, "title~fed")
+    passing = [p.title for p in fake_retriever.papers if "fed" in p.title.lower()]
+    answer = AnswerPipeline(retriever, fake_retriever.embedder, None).answer(question)
+    assert answer.answer.startswith(f"{len(passing)} papers pass the filters (title~fed):")
+    assert sorted(c.title for c in answer.citations) == sorted(passing) and len(passing) >= 2
+
+
 @pytest.mark.parametrize(("where", "source", "says"), [
     ((), "nope.txt", "no paper in the index comes from 'nope.txt'; its files: 000_"),
     (("year>=2030",), None, "no paper of the 9 in the index passes year>=2030: loosen or remove the filter"),
