@@ -27,6 +27,9 @@ def test_the_answer_comes_from_the_papers_that_pass(make_components):
     narrowed = ask(components, " source=002_735305cd7294d037.txt ; title~rag ")
     assert narrowed.notice == "" and len(narrowed.history) == 2
     assert "MA-RAG" in narrowed.panel and "FedSSM" not in narrowed.panel
+    # The panel says the answer came from part of the papers, and which part; without filters it says nothing.
+    assert "only papers where source=002_735305cd7294d037.txt; title~rag" in narrowed.panel
+    assert "only papers where" not in everything.panel
 
 
 @pytest.mark.parametrize(("where", "says"), [

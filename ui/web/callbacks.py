@@ -141,6 +141,7 @@ class _AnswerView:
         self.content: list[str] = []
         self.reasoning: list[str] = []
         self.hits = None  # what the search found, once it has
+        self.filters = ""  # the filters the answer was searched under, as the filter box says them
         self.started = time.monotonic()
 
     @property
@@ -190,7 +191,7 @@ class _AnswerView:
         if final.reasoning and not "".join(self.reasoning).strip():
             self.reasoning.append(final.reasoning)
         self.show(render.answer_markdown(final), done=True)
-        session.panel = render.sources_html(final)
+        session.panel = render.sources_html(final, self.filters)
         session.panels[len(session.messages) - 1] = session.panel
         session.history = [*session.history, Turn.asked(self.question), Turn.answered(final)]
         session.pending = None
@@ -234,6 +235,7 @@ def respond(
     session.turn += 1
     session.answering = True
     view = _AnswerView(session, question)
+    view.filters = "; ".join(str(f) for f in filters)
     view.show("*Searching the abstracts…*")
     session.panel = render.message_html("Searching the abstracts…")
     yield session

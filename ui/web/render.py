@@ -256,8 +256,10 @@ def _claim_item(claim) -> str:
     return f'<li class="pc-claim pc-claim-{kind}">{badge} {text}{target}{evidence}</li>'
 
 
-def sources_html(answer: Answer) -> str:
-    """The panel for a finished answer: each claim's verdict, cited papers, retrieved-but-uncited ones, notes."""
+def sources_html(answer: Answer, filters: str = "") -> str:
+    """The panel for a finished answer: each claim's verdict, cited papers, retrieved-but-uncited ones, notes
+    (``filters``: the filter box's line, said so that an answer from part of the papers never looks like one from
+    all of them)."""
     parts = ['<div class="pc-sources">']
     if answer.claims:
         unsupported = sum(not c.supported for c in answer.claims)
@@ -281,6 +283,8 @@ def sources_html(answer: Answer) -> str:
     elif not answer.sources:
         parts.append('<div class="pc-empty">No papers in the index are close to this question.</div>')
     notes = [f"answered by {esc(answer.backend)}"] if answer.backend else []
+    if filters:
+        notes.append(f"only papers where {esc(filters)}")
     if answer.search_query and answer.search_query != answer.question:
         notes.append(f"searched for “{esc(answer.search_query)}”")
     if answer.interrupted:
