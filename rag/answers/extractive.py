@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -487,7 +487,12 @@ class ExtractiveAnswerer:
 
     def topic_features(self, topic: str, hits: Sequence[Hit]) -> np.ndarray:
         topic_hits = self.search(topic, self.params.topic_search_depth) if self.search is not None else hits
-        return membership_features(topic, hits, topic_hits, self.coverage, self.embedder.embed)
+        # What an abstract says it does without ("without ... reinforcement learning") is no part of its topic,
+        # unless the topic is itself about doing without something ("estimate gradients without backpropagation").
+        def coverage(text: str, hit: Hit) -> float:
+            return self.coverage(text, hit if _NEGATED.search(topic) else _without_negated(hit))
+
+        return membership_features(topic, hits, topic_hits, coverage, self.embedder.embed)
 
     def focus_terms(self, question: str, hit: Hit) -> set[str]:
         name_terms = set(self.analyze(hit.title)) if len(hit.title.split()) <= 2 else set()
@@ -747,6 +752,18 @@ def _initials(text: str) -> set[str]:
         for i in range(len(words) - size + 1):
             out.add("".join(w[0] for w in words[i : i + size]).lower())
     return out
+
+
+# "without external teachers, manual pruning, or reinforcement learning", "rather than RL", "instead of
+# distillation": what follows, to the end of the clause, is what a paper does not do.
+_NEGATED = re.compile(r"\b(?:without|rather\s+than|instead\s+of|no\s+need\s+for|free\s+of)\s+[^.;:()]{1,100}",
+                      re.IGNORECASE)
+
+
+def _without_negated(hit: Hit) -> Hit:
+    abstract = hit.abstract or hit.text
+    cleaned = _NEGATED.sub(" ", abstract)
+    return hit if cleaned == abstract else replace(hit, abstract=cleaned, text=cleaned)
 
 
 def _without_names(sentence: str) -> str:

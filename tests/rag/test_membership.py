@@ -251,3 +251,22 @@ def test_a_list_question_with_typos_lists_as_the_spelt_one_does(answerer, real_e
     typed = pipeline.answer("whcih paprs are abut knowledge distilation?")
     assert typed.question == "whcih paprs are abut knowledge distilation?"
     assert sorted({c.title for c in typed.citations}) == ["Robust Vision", "TinyTeacher"]
+
+
+def test_what_an_abstract_does_without_is_no_part_of_its_topic(real_embedder):
+    # ConPress-like: it names knowledge distillation only to say it does without it.
+    papers = [*PAPERS, _paper(5, "Self Compress", "We shorten a language model's reasoning traces by fine-tuning "
+                                 "on its own shortest answers, without knowledge distillation from a teacher or a "
+                                 "student network.")]
+    retriever = FakeRetriever(papers, real_embedder)
+    extractive = ExtractiveAnswerer(real_embedder, idf=retriever.idf, search=retriever.search)
+    question = "Which papers use knowledge distillation from a teacher into a student network?"
+    hits = retriever.search(question, 5)
+    features = extractive.topic_features(extractive.list_topic(question), hits)
+    coverage = {h.title: features[i, FEATURES.index("topic_coverage")] for i, h in enumerate(hits)}
+    assert coverage["Self Compress"] < 0.5 * coverage["TinyTeacher"]
+    # A topic about doing without something keeps the abstracts' own "without ...".
+    without = "Which papers shorten reasoning without knowledge distillation?"
+    kept = extractive.topic_features(extractive.list_topic(without), hits)
+    by_title = {h.title: kept[i, FEATURES.index("topic_coverage")] for i, h in enumerate(hits)}
+    assert by_title["Self Compress"] > 0.5
