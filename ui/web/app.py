@@ -198,7 +198,8 @@ def _settings_tab(defaults: SessionSettings) -> dict:
                 label="API key", type="password", value="", scale=2,
                 placeholder="blank: none (the server's own key is used only for the server's endpoint)",
             )
-            top_k = gr.Slider(1, MAX_TOP_K, step=1, value=defaults.top_k, label="Papers to consult")
+            top_k = gr.Slider(1, MAX_TOP_K, step=1, value=defaults.top_k, label="Papers to consult",
+                              info="for one answer; a \"which papers\" question lists every paper that qualifies")
             temperature = gr.Slider(0.0, 2.0, step=0.05, value=defaults.temperature, label="Temperature")
             extractive = gr.Checkbox(
                 value=defaults.extractive, label="Extractive mode (no LLM: quoted sentences)"
