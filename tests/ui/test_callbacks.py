@@ -316,6 +316,10 @@ def test_status_and_model_list(make_components, llm_server):
     assert callbacks.refresh_models(components, down)[0] == []
     assert "must start with http" in callbacks.status(components, SessionSettings(base_url="localhost:1234"))
     assert "extractive" in callbacks.status(components, SessionSettings(extractive=True))
+    # Refresh asks the endpoint typed in the Settings tab even in extractive mode: before, it said nothing at all.
+    extractive_down = SessionSettings(base_url=down.base_url, extractive=True)
+    assert "✗ not reachable" in callbacks.refresh_models(components, extractive_down)[2]
+    assert "Endpoint" not in callbacks.status(components, extractive_down)  # the status line alone does not probe
 
 
 def test_papers_tab_filters_and_escapes(make_components, llm_server):

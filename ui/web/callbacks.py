@@ -325,10 +325,11 @@ def _server_endpoint(components: Components) -> str:
     return (components.settings.llm_base_url or "") if components.answer_writer() == "endpoint" else ""
 
 
-def _probe(components: Components, settings: SessionSettings) -> tuple[list[str] | None, str]:
-    """(the endpoint's models or None, a status part) for the endpoint these settings use, if any."""
+def _probe(components: Components, settings: SessionSettings, *, asked: bool = False) -> tuple[list[str] | None, str]:
+    """(the endpoint's models or None, a status part) for the endpoint these settings use, if any. In extractive
+    mode only when ``asked`` (the Refresh button): its answer says whether the endpoint typed there works."""
     url = settings.base_url or _server_endpoint(components)
-    if not url or settings.extractive:
+    if not url or (settings.extractive and not asked):
         return None, ""
     try:
         models = components.list_models(url, settings.api_key, timeout=PROBE_TIMEOUT)
@@ -369,7 +370,7 @@ def answer_writer_line(components: Components, settings: SessionSettings, listed
 
 def refresh_models(components: Components, settings: SessionSettings) -> tuple[list[str], str, str]:
     """Models offered by the session's endpoint: (choices, the model to select, status line)."""
-    probe = _probe(components, settings)
+    probe = _probe(components, settings, asked=True)
     models = probe[0] or []
     chosen = settings.model if settings.model else (models[0] if models else "")
     choices = list(dict.fromkeys([*models, *([settings.model] if settings.model else [])]))
