@@ -261,10 +261,6 @@ def settings_table() -> str:
     return "\n".join(rows)
 
 
-if __name__ == "__main__":
-    print(settings_table())
-
-
 def top_k_bounds() -> tuple[int, int]:
     """The smallest and largest ``top_k`` the settings accept (what a command's ``--k`` may be)."""
     low = high = None
@@ -272,3 +268,7 @@ def top_k_bounds() -> tuple[int, int]:
         low = getattr(rule, "ge", low)
         high = getattr(rule, "le", high)
     return int(low), int(high)
+
+
+if __name__ == "__main__":
+    print(settings_table())

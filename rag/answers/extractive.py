@@ -101,10 +101,11 @@ _FIGURE_KINDS = (
 # A question asking which model a paper builds on ("Which base LLM did they use?"): the abstract must name one.
 # Models only: datasets and benchmarks are often described rather than named ("28 tabular datasets"), and the
 # description answers.
+_HARDWARE = r"gpus?|tpus?|hardware|accelerators?"
 _ASKS_NAME = re.compile(
     r"^\W*(?:which|what)\s+(?:(?!(?:papers?|works?|studies|methods|approaches)\b)[\w-]+\s+){0,2}?"
     r"(?:llms?|(?:large |vision-)?language models?|backbones?|base models?|foundation models?|pre-?trained models?|"
-    r"gpus?|tpus?|hardware|accelerators?)"
+    rf"{_HARDWARE})"
     r"(?:\s+(?:llms?|models?))?\b",
     re.IGNORECASE,
 )
@@ -127,7 +128,7 @@ _ASKS_NAMES_OF = re.compile(
     re.IGNORECASE,
 )
 # Hardware asked for ("What GPU did they train on?") and the names that answer: "100k+ GPUs" names no GPU.
-_ASKS_HARDWARE = re.compile(r"\b(?:gpus?|tpus?|hardware|accelerators?)\b", re.IGNORECASE)
+_ASKS_HARDWARE = re.compile(rf"\b(?:{_HARDWARE})\b", re.IGNORECASE)
 _HARDWARE_NAME = re.compile(
     r"\b(?:[AHVTLBP]\d{1,4}(?:\s?(?:GPUs?|SXM|PCIe))?|(?:RTX|GTX|Quadro|Titan)\s?[A-Z]?\d{2,4}\w*|A\d{4}|"
     r"MI\d{3}X?|NVIDIA|AMD|Ascend|Gaudi\d?|TPU\s?v\d\w*|TPUs?|Apple\s+M\d)\b")
@@ -418,14 +419,11 @@ class ExtractiveAnswerer:
         if required:  # "... evaluate on ALFWorld": no paper qualifies for a name by meaning alone
             chance = np.where([any(mentions(h, n) for n in required) for h in hits], chance, 0.0)
         coverage = features[:, FEATURES.index("topic_coverage")]
-        if required and _names_alone(topic, required):
-            # "Which papers mention GRPO?", "... use LoRA?": the name is the whole topic, so every paper that
-            # mentions it qualifies, however little else of it sounds like the question.
-            chosen = sorted((i for i, c in enumerate(chance) if c > 0), key=lambda i: -chance[i])
-            if chosen:
-                closest = float(max(features[i, FEATURES.index("closest_sentence")] for i in chosen))
-                return chosen, closest, float(coverage[chosen[0]]), True
-        chosen = self._with_key_terms(topic, hits, listed(chance, coverage, params))
+        # "Which papers mention GRPO?", "... use LoRA?": the name is the whole topic, so every paper that mentions
+        # it qualifies, however little else of it sounds like the question.
+        chosen = sorted((i for i, c in enumerate(chance) if c > 0), key=lambda i: -chance[i]) if (
+            required and _names_alone(topic, required)) else []
+        chosen = chosen or self._with_key_terms(topic, hits, listed(chance, coverage, params))
         closest = float(max(features[i, FEATURES.index("closest_sentence")] for i in chosen))
         return chosen, closest, float(coverage[chosen[0]]), bool(names) and mentioned[chosen[0]]
 

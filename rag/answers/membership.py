@@ -89,9 +89,9 @@ _EXCLUSION = re.compile(r"(?:,\s*(?:but\s+|and\s+)?not|\brather\s+than|\bexcludi
 _FRAMING_WORDS = ("which", "what", "papers", "paper", "about", "there", "works", "studies", "list", "many")
 _KNOWN_WORDS = frozenset(_FRAMING_WORDS) | frozenset([
     "with", "whose", "while", "white", "where", "were", "when", "then", "them", "these", "their", "those", "wait",
-    "whats", "that", "than", "this", "many", "man", "any", "lost", "lust", "last", "least", "list", "lots", "first",
-    "pages", "paths", "pairs", "parts", "pipers", "pager", "pepper", "paperchat", "abuts", "abbot", "about", "above",
-    "studied", "student", "stories", "words", "worse", "wars", "works", "worked", "forks", "thee", "three", "tree",
+    "whats", "that", "than", "this", "man", "any", "lost", "lust", "last", "least", "lots", "first",
+    "pages", "paths", "pairs", "parts", "pipers", "pager", "pepper", "paperchat", "abuts", "abbot", "above",
+    "studied", "student", "stories", "words", "worse", "wars", "worked", "forks", "thee", "three", "tree",
     "wheat", "whit", "witch", "weather", "wither", "either", "other", "mean", "maybe", "main", "much", "major",
 ])
 

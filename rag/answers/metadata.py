@@ -149,8 +149,9 @@ def _newest(papers: Sequence[Paper], *, newest: bool) -> str:
 def _none_of(question: str, said: str, papers: Sequence[Paper], field: str) -> Answer:
     """"papers from 2024" where none is: said so, with what the index does hold for that field."""
     if field == "year":
-        held = _spread([p for p in papers], "year").replace("are from", "are from the year") if any(
-            p.year for p in papers) else _spread(papers, "year")
+        held = _spread(papers, "year")
+        if any(p.year for p in papers):
+            held = held.replace("are from", "are from the year")
     else:
         recorded = sum(bool(p.authors) for p in papers)
         held = (f"{recorded} of the {len(papers)} papers record their authors." if recorded else
@@ -195,13 +196,9 @@ def _field_of(question: str, subject: str, field: str, hits: Sequence[Hit], *, p
     number = hits.index(named) + 1
     value = getattr(named, field)
     if not value:
-        text = (f"The index records no {field} for \"{named.title}\" [{number}] "
-                f"({_RECORD_HINT.format(field=field)}). {NOT_COVERED}")
-        citation = Citation(marker=number, paper_id=named.paper_id, title=named.title, source=named.source,
-                            ordinal=named.ordinal, evidence=first_sentence(named.abstract or named.text), support=0.0,
-                            claim=f"the paper asked about; the index records no {field} for it", weak=False)
-        return Answer(question=question, answer=text, citations=[citation], sources=list(hits), grounded=False,
-                      refused=True, not_stated=True, search_query=question)
+        return _not_recorded(question, named, number, hits, field, (
+            f"The index records no {field} for \"{named.title}\" [{number}] "
+            f"({_RECORD_HINT.format(field=field)}). {NOT_COVERED}"))
     claim = f"{named.title} is from {value}"
     return cited_answer(question, f"{claim} [{number}], as its corpus records it.", list(hits),
                         [(number, named, claim, f"{field.capitalize()}: {value}")])
@@ -225,13 +222,18 @@ def _authors_of(question: str, subject: str, hits: Sequence[Hit], *, pinned: boo
 def _no_authors(question: str, named: Hit, number: int, hits: Sequence[Hit]) -> Answer:
     """"Who wrote X?" where the index records no authors for X: said so, X cited as the paper asked about (an
     abstract does not name its authors, so its sentences would answer something else)."""
-    text = (f"The index records no authors for \"{named.title}\" [{number}]. Its corpus file gives none, and an "
-            "abstract does not name its authors (ingest a JSONL or CSV file with an 'authors' field to record "
-            f"them). {NOT_COVERED}")
-    evidence = first_sentence(named.abstract or named.text)
+    return _not_recorded(question, named, number, hits, "authors", (
+        f"The index records no authors for \"{named.title}\" [{number}]. Its corpus file gives none, and an "
+        "abstract does not name its authors (ingest a JSONL or CSV file with an 'authors' field to record "
+        f"them). {NOT_COVERED}"))
+
+
+def _not_recorded(question: str, named: Hit, number: int, hits: Sequence[Hit], field: str, text: str) -> Answer:
+    """``text`` saying that ``named``'s record gives no ``field``, the paper cited as the one asked about (counted
+    as declined: its abstract's sentences would answer something else)."""
     citation = Citation(marker=number, paper_id=named.paper_id, title=named.title, source=named.source,
-                        ordinal=named.ordinal, evidence=evidence, support=0.0,
-                        claim="the paper asked about; the index records no authors for it", weak=False)
+                        ordinal=named.ordinal, evidence=first_sentence(named.abstract or named.text), support=0.0,
+                        claim=f"the paper asked about; the index records no {field} for it", weak=False)
     return Answer(question=question, answer=text, citations=[citation], sources=list(hits), grounded=False,
                   refused=True, not_stated=True, search_query=question)
 

@@ -29,7 +29,7 @@ from rag.answers.membership import as_list_question, framing_typos_fixed
 from rag.answers.metadata import metadata_answer
 from rag.answers.numbering import StreamNumbers, consecutive, renumber_text
 from rag.answers.prompts import NOT_COVERED, build_prompt, says_not_covered, small_model_messages
-from rag.answers.small_talk import small_talk_answer
+from rag.answers.small_talk import fixed_reply, small_talk_answer
 from rag.answers.topic_questions import filtered_collection_answer, related_answer, topics_answer
 from rag.corpus.titles import looks_coined
 from rag.embedding.models import Embedder
@@ -210,22 +210,19 @@ class AnswerPipeline:
         validate_question(question, self.retriever.max_question_chars)
         k = k or self.config.top_k
         papers = getattr(self.retriever, "every_paper", None)  # optional: in-memory test retrievers lack it
-        if small_talk := small_talk_answer(question, papers):  # "hello", "thanks!", "what can you do?"
-            small_talk.backend = "paperchat (a fixed reply: nothing searched, no model)"
+        # "hello", "thanks!", "what can you do?"; "the second one?" in a new conversation: nothing to search.
+        fixed = small_talk_answer(question, papers) or (
+            fixed_reply(question, NOTHING_BEFORE, refused=True)
+            if not history and points_back_alone(question) else None)
+        if fixed:
+            fixed.backend = "paperchat (a fixed reply: nothing searched, no model)"
             yield SourcesEvent([], question)
-            yield TextEvent(content=small_talk.answer)
-            yield FinalEvent(self._timed(small_talk, started))
+            yield TextEvent(content=fixed.answer)
+            yield FinalEvent(self._timed(fixed, started))
             return
         asked = question
-        if not history and points_back_alone(question):  # "the second one?" in a new conversation
-            reply = Answer(question=question, answer=NOTHING_BEFORE, refused=True, about_paperchat=True,
-                           backend="paperchat (a fixed reply: nothing searched, no model)")
-            yield SourcesEvent([], question)
-            yield TextEvent(content=reply.answer)
-            yield FinalEvent(self._timed(reply, started))
-            return
-        if is_multi_paper_question(fixed := framing_typos_fixed(question)) and not is_multi_paper_question(question):
-            question = fixed  # "whcih paprs are abut X?" asks for every paper on X
+        if is_multi_paper_question(spelt := framing_typos_fixed(question)) and not is_multi_paper_question(question):
+            question = spelt  # "whcih paprs are abut X?" asks for every paper on X
         if not history and (listed := as_list_question(question)):
             question = listed  # "federated learning" typed alone: the papers about it, as a search box would give
         follow = self.follow_up(question, history)

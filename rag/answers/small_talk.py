@@ -36,13 +36,11 @@ def small_talk_answer(question: str, papers: Callable[[], Sequence[Paper]] | Non
     text = " ".join(question.split())
     text = _LEADING_GREETING.sub("", text) or text
     if _THANKS.match(text):
-        return _reply(question, "You're welcome. Ask another question about the papers whenever you like.")
+        return fixed_reply(question, "You're welcome. Ask another question about the papers whenever you like.")
     if _GREETING.match(text) or _HELP.match(text):
-        return _reply(question, _usage(papers() if papers is not None else ()))
+        return fixed_reply(question, _usage(papers() if papers is not None else ()))
     if not_english(text):
-        reply = _reply(question, NOT_ENGLISH)
-        reply.refused = True
-        return reply
+        return fixed_reply(question, NOT_ENGLISH, refused=True)
     return None
 
 
@@ -87,6 +85,7 @@ def _usage(papers: Sequence[Paper]) -> str:
     return "\n".join(lines)
 
 
-def _reply(question: str, text: str) -> Answer:
+def fixed_reply(question: str, text: str, *, refused: bool = False) -> Answer:
+    """A reply about using paperchat, not about a paper: nothing searched, nothing cited."""
     return Answer(question=question, answer=text, citations=[], sources=[], grounded=False, search_query="",
-                  about_paperchat=True)
+                  refused=refused, about_paperchat=True)

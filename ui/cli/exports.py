@@ -9,10 +9,9 @@ from pathlib import Path
 from rag.errors import QueryError
 from rag.exports.filters import keep, parse_filters
 from rag.exports.papers import papers_bibtex, papers_csv
-from rag.text import say
+from rag.text import clean_input, say
 from ui.cli.filtering import check_sources, filtered_search
 from ui.cli.output import show
-from ui.cli.search import query_arg
 from ui.shared.commands import components_from_args
 
 
@@ -29,14 +28,14 @@ def _chosen_papers(args, components) -> list:
     if args.query:
         by_id = {p.paper_id: p for p in papers}
         k = args.k or components.settings.top_k
-        hits = filtered_search(components, query_arg(args.query), k, args.filters)
+        hits = filtered_search(components, clean_input(args.query), k, args.filters)
         return [by_id[h.paper_id] for h in hits if h.paper_id in by_id]
     return list(papers)
 
 
 def cmd_export(args) -> int:
     args.filters = parse_filters(args.where, args.source)  # a bad filter is said before anything is built
-    if args.query is not None and not query_arg(args.query).strip():
+    if args.query is not None and not clean_input(args.query).strip():
         raise QueryError("--query needs a question, e.g. paperchat export --query \"federated learning\"")
     components = components_from_args(args)
     components.ensure_index()

@@ -49,11 +49,6 @@ def question_arg(words: Sequence[str]) -> str:
     return clean_input(" ".join(words))  # an invalid byte in an argument arrives as a lone surrogate
 
 
-def query_arg(text: str) -> str:
-    """A search given as one option value (``export --query "anomaly detection"``), cleaned as a question is."""
-    return clean_input(text)
-
-
 def hit_details(hit) -> list[str]:
     """The lines under a paper's title: authors · venue · year, and its link, when its record gave them."""
     lines = []
