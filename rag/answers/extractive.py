@@ -132,6 +132,16 @@ _ASKS_HARDWARE = re.compile(rf"\b(?:{_HARDWARE})\b", re.IGNORECASE)
 _HARDWARE_NAME = re.compile(
     r"\b(?:[AHVTLBP]\d{1,4}(?:\s?(?:GPUs?|SXM|PCIe))?|(?:RTX|GTX|Quadro|Titan)\s?[A-Z]?\d{2,4}\w*|A\d{4}|"
     r"MI\d{3}X?|NVIDIA|AMD|Ascend|Gaudi\d?|TPU\s?v\d\w*|TPUs?|Apple\s+M\d)\b")
+# The organism a study's data came from, asked for ("Which animal species were the recordings from?", "from mice or
+# another species?") and the words that answer: "across many animals" or "primate" names no species. Not "what the
+# animal is doing".
+_ASKS_SPECIES = re.compile(
+    r"\b(?:which|what)\s+(?:(?!(?:the|a|an|this|that|each|its|their)\b)[\w-]+\s+){0,2}?(?:species|animals?|organisms?)\b|"
+    r"\bor\s+(?:some\s+|any\s+)?(?:other|another|different)\s+(?:species|animals?|organisms?)\b", re.IGNORECASE)
+_SPECIES_NAME = re.compile(
+    r"\b(?:mouse|mice|murine|rats?|monkeys?|macaques?|rhesus|marmosets?|humans?|zebrafish|larvae|drosophila|"
+    r"fruit\s+fl(?:y|ies)|C\.\s?elegans|songbirds?|zebra\s+finch(?:es)?|ferrets?|cats?|pigs?|dogs?|bats?|"
+    r"human\s+(?:participants|subjects|patients|volunteers))\b", re.IGNORECASE)
 # A sentence about experiments, where an abstract names what it was evaluated on.
 _EXPERIMENTS = re.compile(r"\b(?:evaluat|experiment|benchmark|dataset|test|trained on|outperform|compar|baseline)",
                           re.IGNORECASE)
@@ -590,7 +600,9 @@ def asked_figure_kind(question: str) -> tuple[str, re.Pattern[str]] | None:
 
 def asks_for_name(question: str) -> str:
     """What a question asks the name of ("base LLM" of "Which base LLM did they use?", "benchmarks" of "What are
-    the names of the benchmarks ...?"), or ""."""
+    the names of the benchmarks ...?", "species" of "which animals were recorded?"), or ""."""
+    if _ASKS_SPECIES.search(question):
+        return "species"
     for part in question_parts(question):
         for clause in _clauses(part):
             if match := _ASKS_NAME.match(clause):
@@ -630,6 +642,10 @@ def names_other_than(hit: Hit, question: str, *, kind: str = "", asked_for: str 
     known = {n.lower().rstrip("s") for n in question_names(question)}
     known |= {w.lower().rstrip("s") for w in re.findall(r"[\w-]+", hit.title)}
     kind_word = re.compile(rf"\b{re.escape(kind.rstrip('s'))}", re.IGNORECASE) if kind else None
+    if asked_for == "species":
+        # The class the question names is no answer: "monkey" of "which monkey species" asks which monkey.
+        asked_class = {w.lower().rstrip("s") for w in re.findall(r"([\w-]+)\s+species\b", question, re.IGNORECASE)}
+        return any(m.group(0).lower().rstrip("s") not in asked_class for m in _SPECIES_NAME.finditer(abstract))
     hardware = _ASKS_HARDWARE.search(asked_for or "")
     for a, b in split_sentences(abstract):
         sentence = abstract[a:b]

@@ -434,3 +434,23 @@ def test_a_code_link_is_the_last_thing_quoted_unless_the_code_is_asked_for(real_
     assert len(evaluated) == 3 and not any("github" in s for s in evaluated)
     code = three.plan("Where is the code for Sockets?", [_sockets(abstract)]).papers[0].sentences
     assert any("github" in s for s in code)
+
+
+CORTEX = ("Sockets is a foundation model of widefield cortical recordings, pretrained across many animals and "
+          "sessions; it decodes behaviour in held-out animals.")
+
+
+@pytest.mark.parametrize("question, evaluation, missing", [
+    # Asked which organism the data came from, "many animals" or the class the question names does not answer.
+    ("What animal species were the Sockets recordings collected from?", "", "names no species"),
+    ("Sockets - were the recordings from mice or some other species?", "", "names no species"),
+    ("Which Sockets decoder reads out what the animal is doing?", "", ""),
+    ("Which monkey species did Sockets compare against?", " It is compared with monkey recordings.",
+     "names no species"),
+    ("What animal species were the Sockets recordings collected from?", " All recordings are from mice.", ""),
+    ("Were the Sockets recordings from mice or another species?", " All recordings are from mice.", ""),
+    ("Which monkey species did Sockets compare against?", " It is compared with macaque recordings.", ""),
+])
+def test_a_species_asked_for_needs_an_organism_named(retriever, question, evaluation, missing):
+    plan = answerer(retriever).plan(question, [_sockets(CORTEX + evaluation)])
+    assert (plan.kind == "answer", plan.missing) == (not missing, missing)
