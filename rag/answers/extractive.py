@@ -574,13 +574,14 @@ def asks_for_figure(question: str) -> bool:
 
 
 def _figure_asked(question: str) -> list[re.Match[str]]:
-    """Where the question asks for a figure: near the start of one of its parts, or of a clause after a comma
-    ("In the mixed-precision VMC paper, what speed-up ...?")."""
+    """Where the question asks for a figure: near the start of one of its parts, or of a clause after a comma or a
+    sentence that sets it up ("In the mixed-precision VMC paper, what speed-up ...?", "AMDP keeps GPUs busy. How
+    much faster is it?")."""
     if _EXISTENCE.search(question) or counts_papers(question):
         return []
     found = []
     for part in question_parts(question):
-        for clause in (part, *(part[m.end():] for m in re.finditer(r",\s+", part))):
+        for clause in _clauses(part):
             match = _ASKS_FIGURE.search(clause)
             if match and len(clause[: match.start()].split()) <= 6:
                 found.append(match)

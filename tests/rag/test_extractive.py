@@ -454,3 +454,9 @@ CORTEX = ("Sockets is a foundation model of widefield cortical recordings, pretr
 def test_a_species_asked_for_needs_an_organism_named(retriever, question, evaluation, missing):
     plan = answerer(retriever).plan(question, [_sockets(CORTEX + evaluation)])
     assert (plan.kind == "answer", plan.missing) == (not missing, missing)
+
+
+def test_a_figure_asked_after_a_sentence_that_sets_it_up(retriever):
+    question = "Sockets cuts the tail latency of busy campus networks by 40%. How many packet routers was it tested on?"
+    plan = answerer(retriever).plan(question, [_sockets(COUNTING)])
+    assert plan.kind != "answer" and plan.missing == "gives no figure for packet routers"
