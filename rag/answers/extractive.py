@@ -77,7 +77,8 @@ _COUNT_PAPERS = re.compile(r"\bhow many (?:[\w-]+ ){0,2}?(?:papers|works|abstrac
 _ASKS_FIGURE = re.compile(
     r"\bhow (?:many|much|long|large|big|fast|often)\b|\bby how\b|\bnumber of\b|"
     r"\bwhat(?:'s)? (?:[\w-]+ ){0,3}?(?P<noun>accuracy|auroc|auc|score|f1|bleu|rouge|speed-?ups?|throughput|"
-    r"latency|ece|fid|dice|psnr|pesq|error rate|percentage|"
+    r"latency|ece|fid|dice|psnr|pesq|ssim|lpips|r\^?2|r²|r-squared|correlation|mse|mae|rmse|ndcg|mrr|pass@\w+|wer|"
+    r"nll|error rate|percentage|"
     r"fraction|bitrate|perplexity|win rate|success rate|learning rate|batch size|hyperparameters?|values?|"
     r"thresholds?|parameter counts?|context lengths?|sequence lengths?|model sizes?|training costs?|training time|"
     r"compute budget)\b",

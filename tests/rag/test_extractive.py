@@ -460,3 +460,14 @@ def test_a_figure_asked_after_a_sentence_that_sets_it_up(retriever):
     question = "Sockets cuts the tail latency of busy campus networks by 40%. How many packet routers was it tested on?"
     plan = answerer(retriever).plan(question, [_sockets(COUNTING)])
     assert plan.kind != "answer" and plan.missing == "gives no figure for packet routers"
+
+
+@pytest.mark.parametrize("question", [
+    "What R^2 does Sockets reach for zero-shot decoding?", "what r² does it get on unseen subjects?",
+    "What NDCG@10 does Sockets reach?", "What pass@1 does it get on HumanEval?", "What WER does the codec reach?"])
+def test_a_metric_asked_for_is_a_figure_question(retriever, question):
+    assert asks_for_figure(question)
+    # The abstract names the metrics and the benchmark but gives no figure.
+    abstract = COUNTING + " We report R^2, NDCG, pass@1 and WER on zero-shot decoding and on HumanEval."
+    plan = answerer(retriever).plan(question, [_sockets(abstract)])
+    assert plan.kind != "answer" and plan.missing.startswith("gives no figure")
