@@ -255,7 +255,7 @@ def test_small_model_answer_is_evidence_with_a_checked_lead(fake_retriever):
     assert answer.citations[0].paper_id == fake_retriever.search(QUESTION, 5)[0].paper_id
 
     # A lead in words of its own: the bag-of-words test embedder puts it below the default support bar.
-    lead = "FedSSM selects clients in multimodal federated learning by forecasting training dynamics [1]."
+    lead = "FedSSM quantifies uncertainty with a surprise signal, reducing communication rounds [1]."
     model.reply = lead
     assert not pipeline.answer(QUESTION).answer.startswith("FedSSM selects")
     lenient = make_pipeline(fake_retriever, model, small_model=True, small_model_design="lead",
@@ -263,6 +263,17 @@ def test_small_model_answer_is_evidence_with_a_checked_lead(fake_retriever):
     kept = lenient.answer(QUESTION)
     assert kept.answer.startswith(lead)
     assert len(kept.answer) > len(lead)  # the cited evidence follows the lead
+
+
+def test_small_model_lead_with_a_word_its_source_lacks_is_left_out(fake_retriever):
+    """A lead one word away from its source reads as close in meaning and may say the opposite ("single-head"
+    for "multi-head"): a word neither the source nor the question uses keeps it out."""
+    lead = "FedSSM selects clients in multimodal federated learning by predicting training dynamics [1]."
+    altered = "FedSSM selects clients in unimodal federated learning by predicting training dynamics [1]."
+    for reply, shown in [(lead, True), (altered, False)]:
+        pipeline = make_pipeline(fake_retriever, FakeChatModel(reply), small_model=True, small_model_design="lead",
+                                 small_model_lead_support=0.3, small_model_lead_new_words=0.0)
+        assert pipeline.answer(QUESTION).answer.startswith(reply[:20]) is shown, reply
 
 
 def test_small_model_lead_that_copies_the_evidence_is_left_out(fake_retriever):
