@@ -372,7 +372,8 @@ class ExtractiveAnswerer:
             # A question that names the paper asks about its details: most of its other words must be there.
             present = set(self.analyze(abstract))
             missing = sorted((t for t in self.focus_terms(question, hit) - self.asking_words
-                              if not _present(t, present, self.analyze) and len(t) > 2 and self.corpus_uses(t)),
+                              if not _present(t, present, self.analyze) and not _same_word(t, present)
+                              and len(t) > 2 and self.corpus_uses(t)),
                              key=lambda t: (-self.idf(t), t))  # ties in a fixed order
             # Only what can be named counts: "tl;dr of FedSSM" lacks no word the corpus knows.
             if missing:
@@ -736,6 +737,18 @@ def _present(term: str, present: set[str], analyze: Callable[[str], list[str]]) 
         return True
     parts = analyze(term.replace("-", " ")) if "-" in term else []
     return bool(parts) and all(p in present for p in parts)
+
+
+def _same_word(term: str, present: set[str]) -> bool:
+    """Is a form of ``term``'s word among the stems ``present``? The stemmer leaves some forms of one word apart
+    ("reduc" of "reduce", "reduct" of "reduction"): a stem that begins the other, both at least five letters long,
+    is the same word."""
+    if len(term) < _SAME_WORD_MIN or "-" in term:
+        return False
+    return any(len(p) >= _SAME_WORD_MIN and (p.startswith(term) or term.startswith(p)) for p in present)
+
+
+_SAME_WORD_MIN = 5
 
 
 def mentions(hit: Hit, name: str) -> bool:

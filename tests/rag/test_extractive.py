@@ -471,3 +471,10 @@ def test_a_metric_asked_for_is_a_figure_question(retriever, question):
     abstract = COUNTING + " We report R^2, NDCG, pass@1 and WER on zero-shot decoding and on HumanEval."
     plan = answerer(retriever).plan(question, [_sockets(abstract)])
     assert plan.kind != "answer" and plan.missing.startswith("gives no figure")
+
+
+def test_a_word_in_another_form_is_no_missing_detail(retriever):
+    # The stemmer keeps "reduce" and "reduction" apart ("reduc", "reduct"): the abstract says what is asked.
+    abstract = "Sockets is a queue reduction framework for packet routers: it drops idle queues at run time."
+    plan = answerer(retriever).plan("What does Sockets reduce?", [_sockets(abstract)])
+    assert plan.kind == "answer", plan.missing
