@@ -506,3 +506,31 @@ def test_markers_link_to_their_source_card():
     linked = render.link_markers(text, [1, 2])
     assert linked.startswith("A [[1]](#pc-source-1). B [[1]](#pc-source-1)[[2]](#pc-source-2). C [3].")
     assert "!\\[2]" in linked and "[2](http://x)" in linked and "[[2]]" in linked
+
+
+def test_a_question_asked_while_an_answer_is_written_waits_in_the_box(make_components, llm_server):
+    """Enter pressed while an answer streams started a second answer over the first's turn and lost both."""
+    llm_server.reply = "FedSSM selects clients with state space models " * 10 + "[1]."
+    llm_server.chunk_size = 4
+    llm_server.delay = 0.01
+    components = make_components(llm_base_url=llm_server.base_url)
+    session = ChatSession()
+    first = callbacks.respond(components, QUESTION, session, components.session_defaults())
+    next(first)
+    assert session.answering
+    second = list(callbacks.respond(components, "What is NRDE?", session, components.session_defaults()))
+    assert second[-1].notice == callbacks.STILL_ANSWERING
+    list(first)  # the first answer is written whole, undisturbed
+    assert texts(session.messages)[0] == QUESTION and "FedSSM" in session.messages[-1]["content"]
+    assert "NRDE" not in str(session.messages) and not session.answering
+    _, session = run(components, "What is NRDE?", session)  # taken once the first is done
+    assert "NRDE" in texts(session.messages)[-2]
+
+
+def test_an_answer_closed_midway_lets_the_next_question_in(make_components, llm_server):
+    components = make_components(llm_base_url=llm_server.base_url)
+    session = ChatSession()
+    stream = callbacks.respond(components, QUESTION, session, components.session_defaults())
+    next(stream)
+    stream.close()  # the browser went away while the answer was written
+    assert not session.answering

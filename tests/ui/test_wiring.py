@@ -140,3 +140,20 @@ def test_the_map_s_hover_texts_come_from_its_server_function(launched):
     stale = httpx.post(f"{url}gradio_api/component_server", json={**asked, "data": {"version": version + 1,
                                                                                     "start": 0}}, timeout=30).json()
     assert stale == {"version": version, "stale": True}
+
+
+def test_every_ask_reaches_the_server(make_components, llm_server):
+    """Gradio's default ("once") ignored an Ask while a stopped answer's event was still winding down, silently;
+    the server says when an answer is still being written (callbacks.respond)."""
+    from ui.web.app import build_app
+
+    demo = build_app(make_components(llm_base_url=llm_server.base_url))
+    try:
+        config = demo.get_config_file()
+        ids = {c["props"].get("elem_id"): c["id"] for c in config["components"]}
+        asks = {(ids["pc-ask"], "click"), (ids["pc-question"], "submit")}
+        modes = {tuple(t): d["trigger_mode"] for d in config["dependencies"] for t in d["targets"]
+                 if tuple(t) in asks}
+        assert modes == {target: "multiple" for target in asks}
+    finally:
+        demo.close()

@@ -233,8 +233,10 @@ def _wire_chat(components: Components, ui: _Widgets) -> None:
                                    extractive_)
 
     chat_outputs = [ui.chatbot, ui.sources, ui.session, ui.question, ui.notice, ui.stop]
+    # Every Ask reaches the server ("once" ignored an Ask while the stopped answer's event was still winding
+    # down, with no word said); one already answering in this conversation is told to wait (callbacks.respond).
     answering = {"concurrency_limit": CONCURRENCY, "concurrency_id": "answer", "show_progress_on": [ui.chatbot],
-                 **PRIVATE}
+                 "trigger_mode": "multiple", **PRIVATE}
     asked = [ui.question, ui.where, ui.session, ui.last_answer, *ui.settings_inputs]
     events = [
         ui.question.submit(answer_question, asked, chat_outputs, **answering),

@@ -34,6 +34,7 @@ TIMEOUT_HINT = "It timed out: ask again, choose a smaller model or another endpo
     "extractive mode"
 EMPTY_QUESTION = "Type a question about the papers first."
 STARTING_EMBEDDED = "Starting the embedded model (the first answer takes ~15 s)…"
+STILL_ANSWERING = "An answer is still being written: wait for it, or press ■ Stop, then ask again."
 
 # The library's messages speak to whoever runs the server (environment variables, command-line flags); a
 # person in the web UI can do neither, so those parts are cut or said as what the UI offers.
@@ -215,6 +216,12 @@ def respond(
     """
     question = clean_input(question or "").strip()
     session.notice = ""
+    if session.answering:
+        # One answer at a time in a conversation: a second one started meanwhile would write over the first's turn
+        # (Enter pressed while an answer was written lost both). The question waits in the box.
+        session.notice = STILL_ANSWERING
+        yield session
+        return
     try:  # a question (or filter) the search would refuse is said next to the box, and stays in it to be fixed
         validate_question(question, components.settings.max_question_chars)
     except QueryError as error:
@@ -238,8 +245,16 @@ def respond(
     view.filters = "; ".join(str(f) for f in filters)
     view.show("*Searching the abstracts…*")
     session.panel = render.message_html("Searching the abstracts…")
-    yield session
+    try:
+        yield session
+        yield from _stream(components, question, session, settings, view)
+    finally:
+        if view.current:  # closed mid-answer (the browser went away): the next question is taken
+            session.answering = False
 
+
+def _stream(components: Components, question: str, session: ChatSession, settings: SessionSettings,
+            view: _AnswerView) -> Iterator[ChatSession]:
     final: Answer | None = None
     last = 0.0
     try:
