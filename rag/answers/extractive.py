@@ -40,7 +40,11 @@ _QUESTION_WORDS = (
     "study studies describe described present presented introduce introduced evaluate evaluated evaluation what "
     "which how many much does do did is are was were there any kind type main key new novel model models result "
     "results show shows report reported achieve achieved define defines defined call called name named roughly "
-    "approximately about them they it its their whose this that these those get gets give gives have has had"
+    "approximately about them they it its their whose this that these those get gets give gives have has had "
+    # Chat fillers ("anything about heart sounds?", "I'm looking for ...", "is there something here on speech?"):
+    # no abstract uses them, and they name no topic the corpus lacks.
+    "anything something everything stuff thing things here anyone anybody someone somebody looking look want "
+    "wondering curious interested know tell please"
 )
 # Verbs and nouns that ask what a named paper does ("What does PRM-BiasBench measure?", "What problem does X
 # tackle?"): the abstract answers in its own words ("quantify", "address"), so they are not details it must state.

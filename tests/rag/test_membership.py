@@ -160,6 +160,8 @@ def test_below_every_bar_a_list_is_refused_only_for_words_no_abstract_uses(answe
 
     extractive, retriever = answerer
     assert extractive.unused_words("Which papers use watermarking in teacher-student networks?") == ["watermarking"]
+    # Chat fillers name no missing topic: "No abstract uses the word 'anything'" refused "anything about X?".
+    assert extractive.unused_words("anything here on watermarking? I'm looking for something") == ["watermarking"]
     # Similarity, a close sentence and the topic's words are all made not to pass.
     no_bar = PipelineConfig(min_relevance=1.0, relevance_margin=0.0, list_sentence_relevance=1.0,
                             words_relevance=1.01)
