@@ -180,6 +180,8 @@ _FIGURE = re.compile(
 # dataset ..."): it picks the paper, not the sentence that answers.
 _PAPER_LEAD = re.compile(r"^\s*(?:so,?\s+|and\s+)?(?:in|for|from|regarding|about|on)\s+(?:the\s+)?[^,?]{3,80}?"
                          r"\b(?:paper|study|work|article|abstract)\b[^,?]{0,40},\s*", re.IGNORECASE)
+# "I'm", "what's", "don't": the pronoun or verb is no topic word, and neither is the tail ("m", "s", "don").
+_CONTRACTION = re.compile(r"\b(\w+)(?:'|’)(?:m|s|re|ve|ll|d)\b|\b\w+n(?:'|’)t\b", re.IGNORECASE)
 _WORD_TOKEN = re.compile(r"[A-Za-z0-9][\w-]*[A-Za-z0-9]|[A-Za-z]")
 
 
@@ -470,7 +472,10 @@ class ExtractiveAnswerer:
         """The words of ``text`` that no abstract uses, as written ("watermarking" of "watermarking LLM-generated
         text"); not the words that ask, and not a compound whose parts abstracts use ("LLM-generated")."""
         out: list[str] = []
+        text = _CONTRACTION.sub(lambda m: "" if m.group(0).lower().endswith("n't") else m.group(1), text)
         for word in dict.fromkeys(_WORD_TOKEN.findall(text)):
+            if len(word) < 2:
+                continue  # "I", a letter: no topic
             terms = [t for t in self.analyze(word) if t not in self.question_words and t not in self.asking_words]
             if not terms or any(self.corpus_uses(t) for t in terms if "-" in t):
                 continue
