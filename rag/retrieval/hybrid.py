@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rag.corpus.titles import looks_coined, name_regex
+from rag.corpus.vocabulary import Vocabulary, vocabulary_of
 from rag.embedding.models import Embedder
 from rag.retrieval.retriever import validate_question
 from rag.types import Hit, Paper
@@ -136,6 +137,7 @@ class HybridRetriever:
         self._author_patterns: list[tuple[str, re.Pattern[str]]] = []
         self._generation: int | None = None
         self._every_paper: tuple[int, list[Paper]] | None = None
+        self._vocabulary: tuple[int, Vocabulary] | None = None
 
     @classmethod
     def from_settings(
@@ -326,6 +328,15 @@ class HybridRetriever:
         if self._every_paper is None or self._every_paper[0] != generation:
             self._every_paper = (generation, list(self.store.iter_papers()))
         return self._every_paper[1]
+
+    def vocabulary(self) -> Vocabulary:
+        """The words of every title and abstract: lowercased -> (count, most common spelling); for putting typos
+        right (rag/answers/spelling.py). Built again only when the index changed."""
+        generation = self.store.generation()
+        if self._vocabulary is None or self._vocabulary[0] != generation:
+            papers = self.every_paper()
+            self._vocabulary = (generation, vocabulary_of(t for p in papers for t in (p.title, p.abstract)))
+        return self._vocabulary[1]
 
     def titles_in(self, text: str) -> list[str]:
         """paper_ids whose name-like title appears in ``text``, in order of appearance."""
