@@ -149,3 +149,18 @@ def test_a_bad_filter_is_one_line_naming_the_field_and_the_allowed_ones(text, sa
     assert says in message and "\n" not in message
     if "unknown" in says or "bad filter" in says:
         assert ", ".join(FIELDS) in message
+
+
+def test_control_characters_are_written_out_in_csv_and_bibtex_as_every_command_shows_them():
+    # An id, title or link from a .jsonl corpus can hold an ESC: printed or cat'ed, the export must not obey it.
+    odd = Paper("z\x1b[31m", "Red \x1b[31mtitle\u202e", "An abstract\x07 about colour.", "x\x1b.jsonl", 1,
+                urls=("https://e.org/a\x1b[0m b",), venue="V")
+    csv_text, bibtex = papers_csv([odd]), papers_bibtex([odd])
+    for text in (csv_text, bibtex):
+        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", text)
+    row = next(csv.DictReader(io.StringIO(csv_text)))
+    assert (row["paper_id"], row["title"], row["abstract"]) == (
+        "z\\x1b[31m", "Red \\x1b[31mtitle\\u202e", "An abstract\\x07 about colour.")
+    fields = parse_bibtex(bibtex)[0][2]
+    assert fields["title"] == r"Red \textbackslash{}x1b[31mtitle\textbackslash{}u202e"
+    assert fields["url"] == "https://e.org/a%1B[0m%20b"
