@@ -3,6 +3,7 @@ once as a user runs them on the bundled corpus (slow: real model)."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 
@@ -262,3 +263,18 @@ def test_ask_answers_from_the_papers_that_pass_the_filters(cli):
     assert code == 0, err
     counted = json.loads(out)
     assert counted["sources"] and all("fed" in h["title"].lower() for h in counted["sources"])
+
+
+@pytest.mark.parametrize("typed", ["quit", "exit", "/quit", "/exit", ":q", "Quit", "  exit  "])
+def test_chat_ends_when_the_user_types_quit_not_answering_it_as_a_question(cli, monkeypatch, typed):
+    monkeypatch.setattr("sys.stdin", io.StringIO(f"{typed}\nwhat does FedSSM propose?\n"))
+    code, out, err = cli("chat", "--extractive")
+    assert code == 0, err
+    assert "quit, an empty line or Ctrl-D ends the chat" in out.splitlines()[0]
+    assert "abstracts do not answer" not in out and "FedSSM" not in out  # neither it nor the next line answered
+
+
+def test_the_search_prompt_ends_on_quit_too(cli, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO("exit\nfederated learning\n"))
+    code, out, _ = cli("prompt")
+    assert code == 0 and "quit, an empty line or Ctrl-D to end" in out and "1. " not in out

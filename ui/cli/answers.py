@@ -149,7 +149,8 @@ def cmd_chat(args) -> int:
         _say_if_starting(components)
         pipeline = components.pipeline
         _say_notice(components)
-        show("paperchat: ask about the papers; follow-ups use the conversation. Empty line or Ctrl-D quits.")
+        show("paperchat: ask about the papers; follow-ups use the conversation. quit, an empty line or Ctrl-D ends "
+             "the chat.")
         history: list[Turn] = []
         while (question := read_line("\nyou> ")) is not None:
             try:

@@ -104,7 +104,7 @@ def cmd_prompt(args) -> int:
     components = components_from_args(args)
     components.ensure_index()
     retriever = components.retriever
-    show("paperchat search: type a question, empty line or Ctrl-D to quit")
+    show("paperchat search: type a question; quit, an empty line or Ctrl-D to end")
     while (question := read_line("? ")) is not None:
         try:
             _show_hits(retriever.search(question, args.k))
