@@ -278,3 +278,16 @@ def test_the_search_prompt_ends_on_quit_too(cli, monkeypatch):
     monkeypatch.setattr("sys.stdin", io.StringIO("exit\nfederated learning\n"))
     code, out, _ = cli("prompt")
     assert code == 0 and "quit, an empty line or Ctrl-D to end" in out and "1. " not in out
+
+
+@pytest.mark.parametrize("question", ["¿Qué artículos tratan sobre aprendizaje federado?", "hello", "the second one?"])
+def test_a_question_with_a_fixed_reply_starts_no_model_and_says_no_model_answered(cli, monkeypatch, tmp_path,
+                                                                                  question):
+    # The embedded model is the answer writer, and it cannot start (no model file): nothing may try to.
+    monkeypatch.setenv("PAPERCHAT_LLM", "embedded")
+    monkeypatch.setenv("PAPERCHAT_LOCAL_MODEL_PATH", str(tmp_path / "no-model.gguf"))
+    code, out, err = cli("ask", question)
+    assert code == 0 and err == "", err
+    assert out.rstrip().endswith("answered by: paperchat (a fixed reply: nothing searched, no model)")
+    code, out, err = cli("ask", question, "--markdown")
+    assert code == 0 and err == "" and "*Answered by paperchat (a fixed reply: nothing searched, no model).*" in out

@@ -99,6 +99,21 @@ def _say_notice(components) -> None:
         say(notice)
 
 
+def _answering_pipeline(components, question: str | None):
+    """The default pipeline, its model started (said before, and who writes the answers said after). For a
+    question with a fixed reply (a greeting, help, another language) one without a model: no model is started
+    for a reply none writes, and no line says one does."""
+    from rag.answers.pipeline import fixed_answer
+    from rag.components import SessionSettings
+
+    if question is not None and fixed_answer(question) is not None:
+        return components.pipeline_for(SessionSettings(extractive=True))
+    _say_if_starting(components)
+    pipeline = components.pipeline
+    _say_notice(components)
+    return pipeline
+
+
 def cmd_ask(args) -> int:
     if not args.batch and not args.question:
         raise QueryError("give a question, e.g. paperchat ask \"what did the MA-RAG authors evaluate on?\"")
@@ -125,9 +140,7 @@ def cmd_ask(args) -> int:
             except QueryError as e:
                 raise QueryError(f"{args.batch}: record {number}: {e}") from e
         components.ensure_index()
-        _say_if_starting(components)
-        pipeline = components.filtered(components.pipeline, filters)
-        _say_notice(components)
+        pipeline = components.filtered(_answering_pipeline(components, question), filters)
         if args.batch:
             for row in rows:
                 answer = pipeline.answer(row["question"], row.get("history") or [], k=args.k)
@@ -146,9 +159,7 @@ def cmd_ask(args) -> int:
 def cmd_chat(args) -> int:
     with components_from_args(args) as components:
         components.ensure_index()
-        _say_if_starting(components)
-        pipeline = components.pipeline
-        _say_notice(components)
+        pipeline = _answering_pipeline(components, None)  # the questions are still to come
         show("paperchat: ask about the papers; follow-ups use the conversation. quit, an empty line or Ctrl-D ends "
              "the chat.")
         history: list[Turn] = []
