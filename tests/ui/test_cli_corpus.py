@@ -183,7 +183,7 @@ def test_export_a_topic_as_bibtex(cli):
     code, out, err = cli("export", "--topic", "2", "--format", "bibtex")
     assert code == 0, err
     entries = parse_bibtex(out)
-    assert [fields["title"] for _kind, _key, fields in entries] == [p["title"] for p in second["papers"]]
+    assert [fields["title"] for _kind, _key, fields in entries] == ["{" + p["title"] + "}" for p in second["papers"]]
     assert len({key for _kind, key, _f in entries}) == len(entries)
 
 
