@@ -169,7 +169,7 @@ def test_export_all_as_csv_to_a_file(cli, tmp_path):
 
     target = tmp_path / "papers.csv"
     code, out, err = cli("export", "all", "-o", str(target))
-    assert code == 0 and out == "" and f"wrote 76 paper(s) to {target} (csv)" in err
+    assert code == 0 and out == "" and f"wrote 76 papers to {target} (csv)" in err
     rows = list(csv.DictReader(target.open(encoding="utf-8")))
     assert sorted(r["paper_id"] for r in rows) == sorted(abstracts())
     assert {r["venue"] for r in rows} == {"ICML 2026"} and {r["year"] for r in rows} == {"2026"}

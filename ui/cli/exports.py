@@ -9,7 +9,7 @@ from pathlib import Path
 from rag.errors import QueryError
 from rag.exports.filters import keep, parse_filters
 from rag.exports.papers import papers_bibtex, papers_csv
-from rag.text import clean_input, say
+from rag.text import clean_input, counted, say
 from ui.cli.filtering import check_sources, filtered_search
 from ui.shared.commands import components_from_args
 
@@ -48,7 +48,7 @@ def cmd_export(args) -> int:
             Path(args.output).write_text(text, encoding="utf-8")
         except OSError as e:
             raise QueryError(f"cannot write {args.output}: {e.strerror or e}; choose another -o path") from e
-        say(f"wrote {len(papers)} paper(s) to {args.output} ({args.format})")
+        say(f"wrote {counted(len(papers), 'paper')} to {args.output} ({args.format})")
     else:
         sys.stdout.write(text)  # its control characters are written out already (rag/exports/papers.py)
     if not papers:
