@@ -58,3 +58,18 @@ def test_eval_of_a_file_it_cannot_measure_is_one_line_before_any_index_is_built(
     code = main(["eval", str(questions)])
     err = capsys.readouterr().err
     assert code == 1 and says in err and err.count("\n") == 1 and not (tmp_path / "never-built").exists()
+
+
+@pytest.mark.parametrize("command", ["ask", "search"])
+def test_a_question_and_batch_together_is_one_usage_line_not_a_question_dropped(tmp_path, capsys, monkeypatch,
+                                                                                command):
+    from ui.cli.main import main
+
+    monkeypatch.setenv("PAPERCHAT_DATA_DIR", str(tmp_path / "never-built"))
+    batch = tmp_path / "q.jsonl"
+    batch.write_text('{"question": "what is FedSSM?"}\n')
+    code = main([command, "--batch", str(batch), "extra", "question"])
+    err = capsys.readouterr().err
+    assert code == 1 and err == (f"paperchat: error: give a question or --batch FILE, not both: put 'extra question' "
+                                 f"in {batch} as {{\"question\": \"...\"}}, or drop --batch\n")
+    assert not (tmp_path / "never-built").exists()

@@ -14,7 +14,7 @@ from rag.retrieval.retriever import validate_question
 from rag.text import say, terminal_safe
 from rag.types import Turn, as_messages
 from ui.cli.output import read_line, show, show_json
-from ui.cli.search import batch_line, hit_details, question_arg, read_batch
+from ui.cli.search import batch_line, check_one_source, hit_details, question_arg, read_batch
 from ui.shared.commands import components_from_args
 from ui.shared.text import AnswerNotes
 
@@ -117,6 +117,7 @@ def _answering_pipeline(components, question: str | None):
 def cmd_ask(args) -> int:
     if not args.batch and not args.question:
         raise QueryError("give a question, e.g. paperchat ask \"what did the MA-RAG authors evaluate on?\"")
+    check_one_source(args)
     if args.batch and args.markdown:
         raise QueryError("--markdown writes one answer: ask one question, or use --batch alone (JSON lines)")
     question = None if args.batch else question_arg(args.question)
