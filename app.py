@@ -11,12 +11,16 @@ import sys
 from collections.abc import Sequence
 
 
+def build_parser() -> argparse.ArgumentParser:
+    from ui.serve import add_serve_arguments  # the web UI's imports: inside run_command's Ctrl-C handler
+
+    return add_serve_arguments(argparse.ArgumentParser(prog="app.py", description="Open the paperchat web UI."))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    from ui.serve import add_serve_arguments
     from ui.shared.commands import run_command
 
-    parser = add_serve_arguments(argparse.ArgumentParser(prog="app.py", description="Open the paperchat web UI."))
-    return run_command(parser, argv)
+    return run_command(build_parser, argv)
 
 
 if __name__ == "__main__":

@@ -37,15 +37,25 @@ class DevQuestion:
 
 
 def read_jsonl(path: Path, what: str) -> list[dict]:
+    return [row for _, row in read_numbered_jsonl(path, what)]
+
+
+def read_numbered_jsonl(path: Path, what: str) -> list[tuple[int, dict]]:
+    """The objects of a JSON Lines file, each with its line number (for messages about one record)."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as e:
         raise CorpusError(f"cannot read {what} file {path}: {e}") from e
-    return parse_jsonl(lines, str(path))
+    return numbered_jsonl(lines, str(path))
 
 
 def parse_jsonl(lines: Sequence[str], path: str) -> list[dict]:
     """JSON objects, one a line; blank lines skipped; a bad line is a CorpusError naming it."""
+    return [row for _, row in numbered_jsonl(lines, path)]
+
+
+def numbered_jsonl(lines: Sequence[str], path: str) -> list[tuple[int, dict]]:
+    """``parse_jsonl`` with each object's line number."""
     rows = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -56,23 +66,64 @@ def parse_jsonl(lines: Sequence[str], path: str) -> list[dict]:
             raise CorpusError(f"{path}: line {number}: not valid JSON ({e.msg}): fix or remove the line") from e
         if not isinstance(row, dict):
             raise CorpusError(f"{path}: line {number}: expected a JSON object")
-        rows.append(row)
+        rows.append((number, row))
     return rows
 
 
+GOLD_PAPER = '{"file": "000_dcbf1b5d2daaeff5.txt", "ordinal": 1}'  # a paper: its corpus file, its number in it
+DEV_FORMAT = (f'{{"question": "...", "gold": [{GOLD_PAPER}]}} a line (optional: "type", "facts": ["..."], '
+              '"history", "id"; "gold": [] for a question no paper answers)')
+
+
 def load_dev(path: Path) -> list[DevQuestion]:
+    """The questions of an evaluation file. A record that does not fit ``DEV_FORMAT`` is a CorpusError naming its
+    line and field, and so is a file without questions (its metrics would be 0 or nan, not a measurement)."""
     out = []
-    for number, row in enumerate(read_jsonl(path, "evaluation"), start=1):
-        if not isinstance(row.get("question"), str):
-            raise CorpusError(f"{path}: record {number}: no 'question' string")
-        gold = [(str(g["file"]), int(g["ordinal"])) for g in row.get("gold") or []]
-        facts = [str(f) for f in row.get("facts") or []]
-        history = row.get("history") or []
-        if not isinstance(history, list) or not all(isinstance(m, dict) for m in history):
-            raise CorpusError(f"{path}: record {number}: 'history' must be a list of {{\"role\", \"content\"}} objects")
-        out.append(DevQuestion(row["question"], str(row.get("type", "")), gold, facts, history,
+    for number, row in read_numbered_jsonl(path, "evaluation"):
+        problem = _dev_record_problem(row)
+        if problem:
+            raise CorpusError(f"{path}: line {number}: {problem}")
+        gold = [(g["file"], int(g["ordinal"])) for g in row.get("gold") or []]
+        out.append(DevQuestion(row["question"], str(row.get("type", "")), gold,
+                               [str(f) for f in row.get("facts") or []], row.get("history") or [],
                                str(row.get("id", number))))
+    if not out:
+        raise CorpusError(f"no questions in {path}: write {DEV_FORMAT}")
     return out
+
+
+def _dev_record_problem(row: dict) -> str:
+    """What in one evaluation record does not fit ``DEV_FORMAT``, said with the fix ("": nothing)."""
+    if not isinstance(row.get("question"), str) or not row["question"].strip():
+        return f"no 'question' string; write {DEV_FORMAT}"
+    gold = row.get("gold") or []
+    if not isinstance(gold, list):
+        return f"'gold' is {_shown(gold)}, not a list of papers like [{GOLD_PAPER}]"
+    for n, entry in enumerate(gold, start=1):
+        if not isinstance(entry, dict) or not isinstance(entry.get("file"), str) or not entry["file"].strip():
+            return f"gold entry {n} ({_shown(entry)}) has no 'file': write each gold paper as {GOLD_PAPER}"
+        if not _whole_number(entry.get("ordinal")):
+            return (f"gold entry {n} has 'ordinal' {_shown(entry.get('ordinal'))}, not the paper's number in its "
+                    f"file: write each gold paper as {GOLD_PAPER}")
+    if not isinstance(row.get("facts") or [], list):
+        return f"'facts' is {_shown(row['facts'])}, not a list of strings like [\"12%\"]"
+    history = row.get("history") or []
+    if not isinstance(history, list) or not all(isinstance(m, dict) for m in history):
+        return "'history' must be a list of {\"role\", \"content\"} objects"
+    return ""
+
+
+def _whole_number(value) -> bool:
+    """An ordinal as a JSON file gives it: 3 or "3" (not 3.5, true, "x")."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or isinstance(value, str) and value.strip().isdigit()
+
+
+def _shown(value) -> str:
+    """A JSON value as the file wrote it, cut short for a one-line message."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def search_as_asked(questions: Sequence[DevQuestion], retriever, k: int = 10) -> list[list[Hit]]:

@@ -27,6 +27,7 @@ from rag.embedding.batching import embed_distinct_by_length
 from rag.embedding.models import Embedder
 from rag.errors import ConfigError, IndexLocked, StoreError
 from rag.settings import BUNDLED_CORPUS, Settings
+from rag.text import counted
 from rag.types import Chunk, Paper
 from store.background_writer import BackgroundWriter
 from store.chroma import ChromaStore, PaperWrite
@@ -48,8 +49,8 @@ class IngestReport:
     def summary(self) -> str:
         return (
             f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, {self.removed} removed; "
-            f"{self.chunks_written} chunks written; index: {self.papers_in_index} papers, "
-            f"{self.chunks_in_index} chunks"
+            f"{counted(self.chunks_written, 'chunk')} written; index: {counted(self.papers_in_index, 'paper')}, "
+            f"{counted(self.chunks_in_index, 'chunk')}"
         )
 
 

@@ -6,7 +6,7 @@ bytes in arguments and ``\\ud800`` escapes in JSON become, are replaced by U+FFF
 to encode them. ``terminal_safe`` is applied to everything the CLI prints as text: control characters
 (ESC sequences that retitle or clear the terminal, C1 controls, bidirectional overrides) are shown as
 ``\\x1b``-style escapes instead of being obeyed. ``one_line`` squeezes text into one short line for an
-error message or a log line.
+error message or a log line; ``counted`` says a number of things ("1 paper", "2 papers").
 """
 
 from __future__ import annotations
@@ -56,6 +56,11 @@ def json_line_safe(line: str) -> str:
     """
     line = clean_input(line)
     return _TERMINAL_CONTROL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", line)
+
+
+def counted(number: int, noun: str) -> str:
+    """``number`` and ``noun`` in agreement: "1 paper", "76 papers", "0 chunks"."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def one_line(text: object, limit: int = 2000) -> str:

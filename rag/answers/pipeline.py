@@ -172,6 +172,22 @@ class MarkerFilter:
 _MARKER_CHARS = re.compile(r"(?:[0-9,;\-\u2010-\u2014\u2212]|[^\S\n])*")
 
 
+FIXED_REPLY_BACKEND = "paperchat (a fixed reply: nothing searched, no model)"
+
+
+def fixed_answer(question: str, history: Sequence[dict] = (),
+                 papers: Callable[[], Sequence[Paper]] | None = None) -> Answer | None:
+    """The reply a question gets with nothing searched and no model: "hello", "thanks!", "what can you do?", a
+    question in another language; "the second one?" in a new conversation. None for a question to answer.
+
+    The pipeline answers these first; a caller that would start a model for the answer asks here before."""
+    fixed = small_talk_answer(question, papers) or (
+        fixed_reply(question, NOTHING_BEFORE, refused=True) if not history and points_back_alone(question) else None)
+    if fixed:
+        fixed.backend = FIXED_REPLY_BACKEND
+    return fixed
+
+
 class AnswerPipeline:
     def __init__(
         self,
@@ -211,12 +227,8 @@ class AnswerPipeline:
         validate_question(question, self.retriever.max_question_chars)
         k = k or self.config.top_k
         papers = getattr(self.retriever, "every_paper", None)  # optional: in-memory test retrievers lack it
-        # "hello", "thanks!", "what can you do?"; "the second one?" in a new conversation: nothing to search.
-        fixed = small_talk_answer(question, papers) or (
-            fixed_reply(question, NOTHING_BEFORE, refused=True)
-            if not history and points_back_alone(question) else None)
+        fixed = fixed_answer(question, history, papers)
         if fixed:
-            fixed.backend = "paperchat (a fixed reply: nothing searched, no model)"
             yield SourcesEvent([], question)
             yield TextEvent(content=fixed.answer)
             yield FinalEvent(self._timed(fixed, started))

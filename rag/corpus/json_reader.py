@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rag.corpus.problems import LoadProblem, Located, json_type, short
+from rag.corpus.problems import LoadProblem, Located, json_cut_off, json_syntax, json_type, short
 from rag.corpus.records import TEXT_KEYS, add_record, lower_keys
 
 COLLECTION_KEYS = ("papers", "records", "data")
@@ -20,7 +20,7 @@ def parse_json(text: str, path: Path) -> tuple[list[Located], list[LoadProblem]]
         document = json.loads(text)
     except json.JSONDecodeError as e:
         hint = _json_hint(text, e)
-        return [], [LoadProblem(shown, f"line {e.lineno}, column {e.colno}", f"malformed JSON: {e.msg}{hint}")]
+        return [], [LoadProblem(shown, f"line {e.lineno}, column {e.colno}", f"malformed JSON: {json_syntax(e)}{hint}")]
     except RecursionError:
         return [], [LoadProblem(shown, None, "JSON nested too deeply to read")]
     except ValueError as e:  # e.g. an integer literal longer than Python's digit limit
@@ -38,6 +38,8 @@ def parse_json(text: str, path: Path) -> tuple[list[Located], list[LoadProblem]]
 
 
 def _json_hint(text: str, error: json.JSONDecodeError) -> str:
+    if json_cut_off(text, error):
+        return "; the file ends inside its JSON: is it cut off? Complete it or export it again"
     if error.msg.startswith("Extra data") and error.lineno > 1:
         return "; if this is JSON Lines (one object per line), rename the file to .jsonl"
     return "; fix the syntax there"

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from rag.corpus.decoding import binary_problem, utf8_text
-from rag.corpus.problems import FileLoad, LoadProblem, json_type, short
+from rag.corpus.problems import FileLoad, LoadProblem, json_cut_off, json_syntax, json_type, short
 from rag.corpus.records import add_record
 
 SNIFF_BYTES = 8192
@@ -88,7 +88,9 @@ def _jsonl_record(raw: bytes, line_no: int, offset: int, shown: str, problems: l
         value = json.loads(text)
     except json.JSONDecodeError as e:
         hint = "; this looks like a JSON array: rename the file to .json" if text.lstrip().startswith("[") else ""
-        problems.append(LoadProblem(shown, where, f"malformed JSON at column {e.colno}: {e.msg}; line skipped{hint}"))
+        cut = " (the line ends inside its JSON: is it cut off?)" if json_cut_off(text, e) else ""
+        problems.append(LoadProblem(shown, where,
+                                    f"malformed JSON at column {e.colno}: {json_syntax(e)}{cut}; line skipped{hint}"))
         return None
     except RecursionError:
         problems.append(LoadProblem(shown, where, "JSON nested too deeply; line skipped"))

@@ -6,6 +6,7 @@ and the short wording helpers every reader shares (one-line text, type names, OS
 from __future__ import annotations
 
 import errno
+import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +67,17 @@ def _one_line(text: str) -> str:
 def short(text: str, limit: int) -> str:
     text = _one_line(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def json_syntax(error: json.JSONDecodeError) -> str:
+    """What ``error`` says, as a whole phrase: json's message ends in "at" before the position it leaves to the
+    caller ("Invalid control character at", "Unterminated string starting at"); the caller's location says it."""
+    return error.msg.removesuffix(" at").replace("string starting", "string that starts there")
+
+
+def json_cut_off(text: str, error: json.JSONDecodeError) -> bool:
+    """Whether the JSON broke because the text ends inside it (a string never closed, nothing after the place)."""
+    return error.msg.startswith("Unterminated string") or not text[error.pos:].strip()
 
 
 def json_type(value: Any) -> str:

@@ -61,5 +61,6 @@ def answer_markdown(answer: Answer, *, collection: str = "") -> str:
             lines += ["", f"> {escape_markdown(readable(citation.evidence))}"]
         lines.append("")
     if answer.backend:
-        lines += [f"*Answered by {escape_markdown(answer.backend)} from the papers' abstracts.*", ""]
+        source = "" if answer.about_paperchat else " from the papers' abstracts"  # a fixed reply read none
+        lines += [f"*Answered by {escape_markdown(answer.backend)}{source}.*", ""]
     return "\n".join(lines)

@@ -1,5 +1,11 @@
 """Paper lists as CSV (the csv module; one row per paper) and BibTeX (one entry per paper; ``@inproceedings``
-when the record names a venue, else ``@misc``), with the metadata the corpus has: authors, year, venue, url."""
+when the record names a venue, else ``@misc``), with the metadata the corpus has: authors, year, venue, url. The
+LaTeX that titles and abstracts hold is kept (rag/exports/latex.py).
+
+Control characters in the corpus's text (an ESC in an id) are written out as every command shows them
+(``\x1b``, rag.text.terminal_safe; percent-encoded in a URL), so an export is the same text whether it goes to
+a terminal, a pipe or a file, and printing it later cannot drive a terminal either.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +14,14 @@ import io
 import re
 import unicodedata
 from collections.abc import Sequence
+from urllib.parse import quote
 
+from rag.exports.latex import latex_escape
 from rag.labels import place_label
+from rag.text import terminal_safe
 from rag.types import Paper
 
 CSV_COLUMNS = ("paper_id", "title", "authors", "year", "venue", "url", "source", "ordinal", "label", "abstract")
-_LATEX_SPECIAL = re.compile(r"([\\{}%&#$_^~])")
-_LATEX_REPLACEMENT = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "^": r"\^{}", "~": r"\~{}"}
 
 
 def papers_csv(papers: Sequence[Paper], *, collection: str = "") -> str:
@@ -22,21 +29,25 @@ def papers_csv(papers: Sequence[Paper], *, collection: str = "") -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for p in papers:
-        writer.writerow([p.paper_id, p.title, "; ".join(p.authors), "" if p.year is None else p.year, p.venue,
-                         p.urls[0] if p.urls else "", p.source, p.ordinal,
-                         place_label(p.source, p.ordinal, venue=p.venue, collection=collection), p.abstract])
+        row = [p.paper_id, p.title, "; ".join(p.authors), "" if p.year is None else p.year, p.venue,
+               p.urls[0] if p.urls else "", p.source, p.ordinal,
+               place_label(p.source, p.ordinal, venue=p.venue, collection=collection), p.abstract]
+        writer.writerow([terminal_safe(cell) if isinstance(cell, str) else cell for cell in row])
     return out.getvalue()
 
 
-def latex_escape(text: str) -> str:
-    """Text for a BibTeX field in braces: LaTeX's special characters escaped, so braces always balance."""
-    text = " ".join(text.split())
-    return _LATEX_SPECIAL.sub(lambda m: _LATEX_REPLACEMENT.get(m.group(1), "\\" + m.group(1)), text)
-
-
 def _url(url: str) -> str:
-    """A URL as it is (LaTeX's url packages read it verbatim) but with braces and spaces percent-encoded."""
-    return url.strip().replace("{", "%7B").replace("}", "%7D").replace(" ", "%20")
+    """A URL as it is (LaTeX's url packages read it verbatim) but with braces, spaces and control characters
+    percent-encoded."""
+    return "".join(quote(ch) if ch in "{} " or terminal_safe(ch) != ch else ch for ch in url.strip())
+
+
+def _field_value(name: str, value: str) -> str:
+    if name == "url":
+        return _url(value)
+    if name == "title":  # in braces: a style that lower-cases titles keeps "FedSSM" and "Adam" as written
+        return f"{{{latex_escape(value)}}}"
+    return latex_escape(value)
 
 
 def _key_word(text: str) -> str:
@@ -75,7 +86,6 @@ def papers_bibtex(papers: Sequence[Paper], *, collection: str = "") -> str:
         fields.append(("note", place_label(p.source, p.ordinal, venue=p.venue, collection=collection)))
         fields.append(("abstract", p.abstract))
         kind = "inproceedings" if p.venue else "misc"
-        body = ",\n".join(f"  {name} = {{{_url(value) if name == 'url' else latex_escape(value)}}}"
-                           for name, value in fields)
+        body = ",\n".join(f"  {name} = {{{_field_value(name, value)}}}" for name, value in fields)
         entries.append(f"@{kind}{{{key},\n{body}\n}}\n")
     return "\n".join(entries)

@@ -326,7 +326,13 @@ BAD_INPUTS = [
         {"bad.json": b'[{"id": "j1", "abstract": "Fine."}\n {"id": "j2"}]'},
         "line 2, column 2: malformed JSON: Expecting ',' delimiter",
     ),
-    _bad("json-truncated", {"bad.json": b'[{"id": "j1", "abstract": "Fine'}, "malformed JSON"),
+    _bad("json-truncated", {"bad.json": b'[{"id": "j1", "abstract": "Fine'},
+         "line 1, column 27: malformed JSON: Unterminated string that starts there; the file ends inside its JSON: "
+         "is it cut off?"),
+    _bad("json-truncated-at-a-line-end", {"bad.json": b'[{"id": "j1", "abstract": "Fine\n'},
+         "line 1, column 32: malformed JSON: Invalid control character; the file ends inside its JSON: is it cut off?"),
+    _bad("json-truncated-between-records", {"bad.json": b'[{"id": "j1", "abstract": "Fine."},\n {"id": "j2"'},
+         "line 2, column 13: malformed JSON: Expecting ',' delimiter; the file ends inside its JSON: is it cut off?"),
     _bad("json-top-level-string", {"bad.json": b'"just a string"'}, "expected an array of paper objects, got a string"),
     _bad(
         "json-non-object-record",
@@ -397,6 +403,14 @@ BAD_INPUTS = [
         None,
         "l1",
         "l3",
+    ),
+    _bad(
+        "jsonl-line-cut-off-in-a-string",
+        {"bad.jsonl": b'{"id": "l1", "abstract": "One."}\n{"id": "l2", "abstract": "Tw\n'},
+        "line 2: malformed JSON at column 29: Invalid control character (the line ends inside its JSON: is it cut "
+        "off?); line skipped",
+        None,
+        "l1",
     ),
     _bad(
         "jsonl-malformed-line",

@@ -70,9 +70,10 @@ def test_bibtex_parses_with_every_entry_its_metadata():
     adam = entries[0][2]
     assert adam["author"] == "Diederik P. Kingma and Jimmy Ba" and adam["year"] == "2015"
     assert adam["booktitle"] == "ICLR" and adam["url"] == "https://arxiv.org/abs/1412.6980"
-    assert adam["title"] == "Adam: A Method for Stochastic Optimization"
-    # LaTeX's special characters are escaped: braces stay balanced, nothing starts a comment or math.
-    assert r"\{first-order\}" in adam["abstract"] and r"100\% of runs \& more\_stuff \#1 cost \$5" in adam["abstract"]
+    assert adam["title"] == "{Adam: A Method for Stochastic Optimization}"  # braces keep its capitals
+    # Bare special characters are escaped: nothing starts a comment or math; braces that pair up are LaTeX's.
+    assert "{first-order}" in adam["abstract"] and r"100\% of runs \& more\_stuff \#1 cost \$5" in adam["abstract"]
+    assert r"\textasciitilde{} \^{} \textbackslash{} weird." in adam["abstract"]
     assert "year" not in entries[2][2] and "author" not in entries[2][2]
 
 
@@ -149,3 +150,48 @@ def test_a_bad_filter_is_one_line_naming_the_field_and_the_allowed_ones(text, sa
     assert says in message and "\n" not in message
     if "unknown" in says or "bad filter" in says:
         assert ", ".join(FIELDS) in message
+
+
+def test_control_characters_are_written_out_in_csv_and_bibtex_as_every_command_shows_them():
+    # An id, title or link from a .jsonl corpus can hold an ESC: printed or cat'ed, the export must not obey it.
+    odd = Paper("z\x1b[31m", "Red \x1b[31mtitle\u202e", "An abstract\x07 about colour.", "x\x1b.jsonl", 1,
+                urls=("https://e.org/a\x1b[0m b",), venue="V")
+    csv_text, bibtex = papers_csv([odd]), papers_bibtex([odd])
+    for text in (csv_text, bibtex):
+        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", text)
+    row = next(csv.DictReader(io.StringIO(csv_text)))
+    assert (row["paper_id"], row["title"], row["abstract"]) == (
+        "z\\x1b[31m", "Red \\x1b[31mtitle\\u202e", "An abstract\\x07 about colour.")
+    fields = parse_bibtex(bibtex)[0][2]
+    assert fields["title"] == r"{Red \textbackslash{}x1b[31mtitle\textbackslash{}u202e}"
+    assert fields["url"] == "https://e.org/a%1B[0m%20b"
+
+
+
+@pytest.mark.parametrize(("text", "written"), [
+    (r"a \emph{surprise} gain of 4.5\% over {BERT}", r"a \emph{surprise} gain of 4.5\% over {BERT}"),
+    (r"the loss $\mathcal{L}_{x}$ and $$a^2$$", r"the loss $\mathcal{L}_{x}$ and $$a^2$$"),
+    (r"M{\"u}ller's \'etude, 10\,ms, Fig.~1", r"M{\"u}ller's \'etude, 10\,ms, Fig.~1"),
+    ("50% of runs & more_stuff #1 x^2", r"50\% of runs \& more\_stuff \#1 x\^{}2"),
+    ("costs $5 and $10, about ~3", r"costs \$5 and \$10, about \textasciitilde{}3"),
+    ("$a % b$ and $ x $", r"$a \% b$ and \$ x \$"),
+    ("a { b } } {", r"a { b } \textbraceright{} \textbraceleft{}"),
+    (r"\{x and C:\ 3", r"\textbraceleft{}x and C:\textbackslash{} 3"),
+    ("a line\\\\", "a line\\\\ "),
+])
+def test_bibtex_keeps_the_latex_a_text_holds_and_escapes_bare_special_characters(text, written):
+    from rag.exports.latex import latex_escape
+
+    assert latex_escape(text) == written
+    field = parse_bibtex(papers_bibtex([Paper("p", "T", text, "papers.jsonl", 1)]))[0][2]["abstract"]
+    assert field == written
+    depth = 0  # BibTeX itself counts every brace, escaped or not: they must balance as it counts them too
+    for ch in written:
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        assert depth >= 0
+    assert depth == 0
+
+
+def test_bibtex_titles_are_braced_so_styles_keep_their_capitals():
+    fields = parse_bibtex(papers_bibtex([Paper("p", r"FedSSM: \emph{State} Space Models", "a", "f.jsonl", 1)]))[0][2]
+    assert fields["title"] == r"{FedSSM: \emph{State} Space Models}"

@@ -3,6 +3,7 @@ once as a user runs them on the bundled corpus (slow: real model)."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 
@@ -168,7 +169,7 @@ def test_export_all_as_csv_to_a_file(cli, tmp_path):
 
     target = tmp_path / "papers.csv"
     code, out, err = cli("export", "all", "-o", str(target))
-    assert code == 0 and out == "" and f"wrote 76 paper(s) to {target} (csv)" in err
+    assert code == 0 and out == "" and f"wrote 76 papers to {target} (csv)" in err
     rows = list(csv.DictReader(target.open(encoding="utf-8")))
     assert sorted(r["paper_id"] for r in rows) == sorted(abstracts())
     assert {r["venue"] for r in rows} == {"ICML 2026"} and {r["year"] for r in rows} == {"2026"}
@@ -182,7 +183,7 @@ def test_export_a_topic_as_bibtex(cli):
     code, out, err = cli("export", "--topic", "2", "--format", "bibtex")
     assert code == 0, err
     entries = parse_bibtex(out)
-    assert [fields["title"] for _kind, _key, fields in entries] == [p["title"] for p in second["papers"]]
+    assert [fields["title"] for _kind, _key, fields in entries] == ["{" + p["title"] + "}" for p in second["papers"]]
     assert len({key for _kind, key, _f in entries}) == len(entries)
 
 
@@ -262,3 +263,31 @@ def test_ask_answers_from_the_papers_that_pass_the_filters(cli):
     assert code == 0, err
     counted = json.loads(out)
     assert counted["sources"] and all("fed" in h["title"].lower() for h in counted["sources"])
+
+
+@pytest.mark.parametrize("typed", ["quit", "exit", "/quit", "/exit", ":q", "Quit", "  exit  "])
+def test_chat_ends_when_the_user_types_quit_not_answering_it_as_a_question(cli, monkeypatch, typed):
+    monkeypatch.setattr("sys.stdin", io.StringIO(f"{typed}\nwhat does FedSSM propose?\n"))
+    code, out, err = cli("chat", "--extractive")
+    assert code == 0, err
+    assert "quit, an empty line or Ctrl-D ends the chat" in out.splitlines()[0]
+    assert "abstracts do not answer" not in out and "FedSSM" not in out  # neither it nor the next line answered
+
+
+def test_the_search_prompt_ends_on_quit_too(cli, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO("exit\nfederated learning\n"))
+    code, out, _ = cli("prompt")
+    assert code == 0 and "quit, an empty line or Ctrl-D to end" in out and "1. " not in out
+
+
+@pytest.mark.parametrize("question", ["¿Qué artículos tratan sobre aprendizaje federado?", "hello", "the second one?"])
+def test_a_question_with_a_fixed_reply_starts_no_model_and_says_no_model_answered(cli, monkeypatch, tmp_path,
+                                                                                  question):
+    # The embedded model is the answer writer, and it cannot start (no model file): nothing may try to.
+    monkeypatch.setenv("PAPERCHAT_LLM", "embedded")
+    monkeypatch.setenv("PAPERCHAT_LOCAL_MODEL_PATH", str(tmp_path / "no-model.gguf"))
+    code, out, err = cli("ask", question)
+    assert code == 0 and err == "", err
+    assert out.rstrip().endswith("answered by: paperchat (a fixed reply: nothing searched, no model)")
+    code, out, err = cli("ask", question, "--markdown")
+    assert code == 0 and err == "" and "*Answered by paperchat (a fixed reply: nothing searched, no model).*" in out

@@ -54,3 +54,13 @@ def test_ingest_without_json_draws_progress_on_a_terminal(tmp_path):
     assert code == 0, err
     assert "ingest [" in err and "papers/s ETA" in err
     assert out.startswith("ingested 76 papers from 4 files")
+
+
+def test_ingest_of_one_paper_says_paper_file_and_chunk_in_the_singular(tmp_path):
+    corpus = tmp_path / "one.jsonl"
+    corpus.write_text(json.dumps({"id": "a", "title": "T", "abstract": "A short abstract about graphs."}) + "\n")
+    with fake_cli_env(tmp_path / "data"):
+        code, out, err = ingest_on_a_terminal(str(corpus))
+    assert code == 0, err
+    assert out.startswith("ingested 1 paper from 1 file in ")
+    assert out.rstrip().endswith("1 added, 0 updated, 0 unchanged, 0 removed; 1 chunk written; index: 1 paper, 1 chunk")

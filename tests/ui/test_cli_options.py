@@ -30,3 +30,46 @@ def test_after_an_answer_the_nearest_uncited_papers_are_shown_and_the_rest_count
     assert [line for line in out.splitlines() if line.startswith("- ")] == [
         f"- Paper {i}  ({hits[i - 1].label})" for i in range(1, OTHERS_SHOWN + 1)]
     assert f"and {30 - OTHERS_SHOWN} more (`--json` lists every paper consulted)" in out
+
+
+def test_eval_details_without_answers_says_it_needs_them(tmp_path, capsys):
+    from ui.cli.main import main
+
+    questions = tmp_path / "q.jsonl"
+    questions.write_text('{"question": "q", "gold": [{"file": "a.txt", "ordinal": 1}]}\n')
+    code = main(["eval", str(questions), "--details", str(tmp_path / "out.jsonl")])
+    err = capsys.readouterr().err
+    assert code == 1 and err == ("paperchat: error: --details writes every answer: add --answers, e.g. paperchat "
+                                 "eval FILE --answers --details answers.jsonl\n")
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize(("content", "says"), [
+    ("", "no questions in"), ('{"question": "q", "gold": []}\n', "has gold papers"),
+    ('{"question": "q", "gold": [{"paper_id": "002_x.txt#19"}]}\n', "line 1: gold entry 1"),
+])
+def test_eval_of_a_file_it_cannot_measure_is_one_line_before_any_index_is_built(tmp_path, capsys, monkeypatch,
+                                                                                content, says):
+    from ui.cli.main import main
+
+    monkeypatch.setenv("PAPERCHAT_DATA_DIR", str(tmp_path / "never-built"))
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(content)
+    code = main(["eval", str(questions)])
+    err = capsys.readouterr().err
+    assert code == 1 and says in err and err.count("\n") == 1 and not (tmp_path / "never-built").exists()
+
+
+@pytest.mark.parametrize("command", ["ask", "search"])
+def test_a_question_and_batch_together_is_one_usage_line_not_a_question_dropped(tmp_path, capsys, monkeypatch,
+                                                                                command):
+    from ui.cli.main import main
+
+    monkeypatch.setenv("PAPERCHAT_DATA_DIR", str(tmp_path / "never-built"))
+    batch = tmp_path / "q.jsonl"
+    batch.write_text('{"question": "what is FedSSM?"}\n')
+    code = main([command, "--batch", str(batch), "extra", "question"])
+    err = capsys.readouterr().err
+    assert code == 1 and err == (f"paperchat: error: give a question or --batch FILE, not both: put 'extra question' "
+                                 f"in {batch} as {{\"question\": \"...\"}}, or drop --batch\n")
+    assert not (tmp_path / "never-built").exists()

@@ -14,7 +14,7 @@ from rag.retrieval.retriever import validate_question
 from rag.text import say, terminal_safe
 from rag.types import Turn, as_messages
 from ui.cli.output import read_line, show, show_json
-from ui.cli.search import batch_line, hit_details, question_arg, read_batch
+from ui.cli.search import batch_line, check_one_source, hit_details, question_arg, read_batch
 from ui.shared.commands import components_from_args
 from ui.shared.text import AnswerNotes
 
@@ -99,9 +99,25 @@ def _say_notice(components) -> None:
         say(notice)
 
 
+def _answering_pipeline(components, question: str | None):
+    """The default pipeline, its model started (said before, and who writes the answers said after). For a
+    question with a fixed reply (a greeting, help, another language) one without a model: no model is started
+    for a reply none writes, and no line says one does."""
+    from rag.answers.pipeline import fixed_answer
+    from rag.components import SessionSettings
+
+    if question is not None and fixed_answer(question) is not None:
+        return components.pipeline_for(SessionSettings(extractive=True))
+    _say_if_starting(components)
+    pipeline = components.pipeline
+    _say_notice(components)
+    return pipeline
+
+
 def cmd_ask(args) -> int:
     if not args.batch and not args.question:
         raise QueryError("give a question, e.g. paperchat ask \"what did the MA-RAG authors evaluate on?\"")
+    check_one_source(args)
     if args.batch and args.markdown:
         raise QueryError("--markdown writes one answer: ask one question, or use --batch alone (JSON lines)")
     question = None if args.batch else question_arg(args.question)
@@ -125,9 +141,7 @@ def cmd_ask(args) -> int:
             except QueryError as e:
                 raise QueryError(f"{args.batch}: record {number}: {e}") from e
         components.ensure_index()
-        _say_if_starting(components)
-        pipeline = components.filtered(components.pipeline, filters)
-        _say_notice(components)
+        pipeline = components.filtered(_answering_pipeline(components, question), filters)
         if args.batch:
             for row in rows:
                 answer = pipeline.answer(row["question"], row.get("history") or [], k=args.k)
@@ -146,10 +160,9 @@ def cmd_ask(args) -> int:
 def cmd_chat(args) -> int:
     with components_from_args(args) as components:
         components.ensure_index()
-        _say_if_starting(components)
-        pipeline = components.pipeline
-        _say_notice(components)
-        show("paperchat: ask about the papers; follow-ups use the conversation. Empty line or Ctrl-D quits.")
+        pipeline = _answering_pipeline(components, None)  # the questions are still to come
+        show("paperchat: ask about the papers; follow-ups use the conversation. quit, an empty line or Ctrl-D ends "
+             "the chat.")
         history: list[Turn] = []
         while (question := read_line("\nyou> ")) is not None:
             try:

@@ -8,7 +8,7 @@ import re
 from rag.corpus.titles import name_regex
 from rag.errors import QueryError
 from rag.labels import place_label
-from rag.text import clean_input
+from rag.text import clean_input, counted
 from rag.topics.related import HOW_TO_FIND_IDS, related_papers
 from rag.types import Paper
 from ui.cli.output import show, show_json
@@ -45,12 +45,12 @@ def cmd_topics(args) -> int:
     if not payload["topics"]:
         show("no topics: the index holds no papers")
     for topic in payload["topics"]:
-        show(f"Topic {topic['number']}: {topic['label']}  ({topic['size']} papers)")
+        show(f"Topic {topic['number']}: {topic['label']}  ({counted(topic['size'], 'paper')})")
         for rank, paper in enumerate(topic["papers"]):
             mark = "*" if rank < CENTRAL_PAPERS else "-"
             show(f"  {mark} {paper['title']}  [{paper['label']}]  {paper['paper_id']}")
     if payload["topics"]:
-        show(f"{payload['papers']} papers in {len(payload['topics'])} topics; * = most central")
+        show(f"{counted(payload['papers'], 'paper')} in {counted(len(payload['topics']), 'topic')}; * = most central")
     return 0
 
 

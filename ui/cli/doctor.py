@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from rag.components import HOW_TO_CONNECT, HOW_TO_GENERATE, Components
 from rag.errors import PaperchatError
+from rag.text import counted
 from ui.cli.output import show
 from ui.shared.commands import components_from_args
 
@@ -34,7 +35,7 @@ def _check_index(components: Components) -> list[Finding]:
             _line("index", f"empty at {store.location}")
             return [Finding("build the index: paperchat ingest", problem=True)]
         model = manifest.get("embedding_model")
-        _line("index", f"{papers} papers, {chunks} chunks, model {model}, at {store.location}")
+        _line("index", f"{counted(papers, 'paper')}, {counted(chunks, 'chunk')}, model {model}, at {store.location}")
         store.check_manifest(components.retriever.expected_manifest or {})
     except PaperchatError as e:
         _line("index", f"PROBLEM: {e}")

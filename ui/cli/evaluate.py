@@ -11,27 +11,40 @@ from ui.shared.commands import components_from_args
 
 
 def cmd_eval(args) -> int:
+    if args.details and not args.answers:  # the details are the answers, one JSON line each: none without --answers
+        raise QueryError("--details writes every answer: add --answers, e.g. paperchat eval FILE --answers "
+                         "--details answers.jsonl")
+    if not args.beir and not args.file:
+        raise QueryError("give an evaluation file (e.g. data/eval/dev.jsonl) or --beir DIR")
+    questions = None if args.beir else _questions(Path(args.file), answers=args.answers)  # said before any index
     components = components_from_args(args)
     if args.beir:
         metrics = _beir_metrics(components, Path(args.beir), args.split)
     else:
-        if not args.file:
-            raise QueryError("give an evaluation file (e.g. data/eval/dev.jsonl) or --beir DIR")
         components.ensure_index()
         if args.answers:
-            metrics = _answer_metrics(components, Path(args.file), args.details)
+            metrics = _answer_metrics(components, questions, args.details)
         else:
-            from rag.evaluation import dev_metrics, load_dev, search_as_asked
+            from rag.evaluation import dev_metrics, search_as_asked
 
-            questions = load_dev(Path(args.file))
-            results = search_as_asked(questions, components.retriever)
-            metrics = dev_metrics(questions, results)
+            metrics = dev_metrics(questions, search_as_asked(questions, components.retriever))
     if args.json:
         show_json(json.dumps(metrics))
     else:
         for key, value in metrics.items():
             show(f"{key}: {value:.4f}" if isinstance(value, float) else f"{key}: {value}")
     return 0
+
+
+def _questions(path: Path, *, answers: bool) -> list:
+    """The file's questions; for retrieval, at least one with gold papers (else every metric would be 0)."""
+    from rag.evaluation import load_dev
+
+    questions = load_dev(path)
+    if not answers and not any(q.gold for q in questions):
+        raise QueryError(f"no question in {path} has gold papers, and retrieval is measured on those: "
+                         "add \"gold\", or judge the answers with --answers")
+    return questions
 
 
 def _beir_metrics(components, folder: Path, split: str) -> dict:
@@ -58,11 +71,10 @@ def _beir_metrics(components, folder: Path, split: str) -> dict:
     return beir_metrics(queries, qrels, search)
 
 
-def _answer_metrics(components, path: Path, details_path: str | None) -> dict:
+def _answer_metrics(components, questions: list, details_path: str | None) -> dict:
     """Answer every question (with its history) and judge the answers; ``details_path``: one JSON line each."""
-    from rag.evaluation import answer_metrics, load_dev
+    from rag.evaluation import answer_metrics
 
-    questions = load_dev(path)
     with components:
         pipeline = components.pipeline
         answers = []

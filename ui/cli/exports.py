@@ -9,9 +9,8 @@ from pathlib import Path
 from rag.errors import QueryError
 from rag.exports.filters import keep, parse_filters
 from rag.exports.papers import papers_bibtex, papers_csv
-from rag.text import clean_input, say
+from rag.text import clean_input, counted, say
 from ui.cli.filtering import check_sources, filtered_search
-from ui.cli.output import show
 from ui.shared.commands import components_from_args
 
 
@@ -49,11 +48,9 @@ def cmd_export(args) -> int:
             Path(args.output).write_text(text, encoding="utf-8")
         except OSError as e:
             raise QueryError(f"cannot write {args.output}: {e.strerror or e}; choose another -o path") from e
-        say(f"wrote {len(papers)} paper(s) to {args.output} ({args.format})")
-    elif sys.stdout.isatty():
-        show(text, end="")  # corpus text on a terminal: control characters shown, not obeyed
+        say(f"wrote {counted(len(papers), 'paper')} to {args.output} ({args.format})")
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(text)  # its control characters are written out already (rag/exports/papers.py)
     if not papers:
         say("no paper matches: the export holds none")
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from rag.text import say
+from rag.text import counted, say
 from ui.cli.output import show, show_json
 from ui.shared.commands import components_from_args
 
@@ -17,7 +17,8 @@ def cmd_ingest(args) -> int:
     if args.json:
         show_json(json.dumps(ingest_summary(run)))
         return EXIT_REJECTED if run.rejected else 0
-    show(f"ingested {run.papers} papers from {run.files} files in {run.seconds:.1f}s: {run.report.summary()}")
+    show(f"ingested {counted(run.papers, 'paper')} from {counted(run.files, 'file')} in {run.seconds:.1f}s: "
+         f"{run.report.summary()}")
     updated = run.report.updated_ids
     if updated:
         more = f" and {len(updated) - MAX_LISTED} more" if len(updated) > MAX_LISTED else ""

@@ -11,15 +11,7 @@ import argparse
 import sys
 from collections.abc import Mapping, Sequence
 
-from ui.cli.answers import cmd_ask, cmd_chat, cmd_mcp
-from ui.cli.corpus import cmd_related, cmd_topics
-from ui.cli.doctor import cmd_doctor
-from ui.cli.evaluate import cmd_eval
-from ui.cli.exports import cmd_export
-from ui.cli.index import cmd_ingest, cmd_stats
-from ui.cli.search import cmd_prompt, cmd_search
-from ui.serve import add_serve_arguments
-from ui.shared.commands import run_command
+from ui.shared.commands import run_command  # light: what it runs is imported when build_parser runs
 
 DESCRIPTION = "Ask questions about research papers from their abstracts, with citations."
 
@@ -46,6 +38,17 @@ def paper_count(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # The commands' modules load numpy, pydantic and the store: imported here, which run_command calls inside
+    # its handler, so that Ctrl-C while they load is "interrupted" like Ctrl-C later (not a traceback).
+    from ui.cli.answers import cmd_ask, cmd_chat, cmd_mcp
+    from ui.cli.corpus import cmd_related, cmd_topics
+    from ui.cli.doctor import cmd_doctor
+    from ui.cli.evaluate import cmd_eval
+    from ui.cli.exports import cmd_export
+    from ui.cli.index import cmd_ingest, cmd_stats
+    from ui.cli.search import cmd_prompt, cmd_search
+    from ui.serve import add_serve_arguments
+
     parser = argparse.ArgumentParser(prog="paperchat", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -137,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, *, parts: Mapping[str, object] | None = None) -> int:
     """``paperchat ARGS``; ``parts`` are given to the components instead of built (tests: a fake embedder)."""
-    return run_command(build_parser(), argv, parts=parts)
+    return run_command(build_parser, argv, parts=parts)
 
 
 if __name__ == "__main__":

@@ -17,10 +17,15 @@ def show_json(line: str, **kwargs) -> None:
     print(json_line_safe(line), **kwargs)
 
 
+# What people type to leave a prompt (shells, Python, vim, chat apps): the end of the session, not a question.
+QUIT_WORDS = frozenset({"quit", "exit", "/quit", "/exit", ":q", "quit()", "exit()"})
+
+
 def read_line(prompt: str) -> str | None:
-    """One line typed at ``prompt``, stripped; None when the user is done (an empty line or Ctrl-D)."""
+    """One line typed at ``prompt``, stripped; None when the user is done (an empty line, Ctrl-D or a word of
+    ``QUIT_WORDS``)."""
     try:
         line = clean_input(input(prompt)).strip()
     except EOFError:
         return None
-    return line or None
+    return None if not line or line.lower() in QUIT_WORDS else line

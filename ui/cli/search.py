@@ -42,6 +42,14 @@ def batch_line(row: dict, payload: dict) -> str:
     return json.dumps({**({"id": ident} if ident is not None else {}), **payload}, ensure_ascii=False)
 
 
+def check_one_source(args) -> None:
+    """A question and --batch are two sources of questions: the batch alone would be answered, the question
+    silently dropped."""
+    if args.batch and args.question:
+        raise QueryError(f"give a question or --batch FILE, not both: put {' '.join(args.question)!r} in "
+                         f"{args.batch} as {{\"question\": \"...\"}}, or drop --batch")
+
+
 def question_arg(words: Sequence[str]) -> str:
     """The question from the command line; ``-`` reads it from stdin (for questions longer than argv allows)."""
     if list(words) == ["-"]:
@@ -72,6 +80,7 @@ def _show_hits(hits) -> None:
 
 
 def cmd_search(args) -> int:
+    check_one_source(args)
     filters = parse_filters(args.where, args.source)  # a bad filter is said before anything is built
     components = components_from_args(args)
     components.ensure_index()
@@ -104,7 +113,7 @@ def cmd_prompt(args) -> int:
     components = components_from_args(args)
     components.ensure_index()
     retriever = components.retriever
-    show("paperchat search: type a question, empty line or Ctrl-D to quit")
+    show("paperchat search: type a question; quit, an empty line or Ctrl-D to end")
     while (question := read_line("? ")) is not None:
         try:
             _show_hits(retriever.search(question, args.k))

@@ -10,12 +10,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from rag.components import Components
 from rag.errors import PaperchatError
-from rag.settings import load_settings
 from rag.text import say
+
+if TYPE_CHECKING:
+    from rag.components import Components
 
 EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug
 EXIT_INTERRUPTED = 130
@@ -24,6 +26,9 @@ EXIT_INTERRUPTED = 130
 def components_from_args(args: argparse.Namespace) -> Components:
     """Settings (environment plus the command line's --k and --extractive) -> components, with the parts
     the entry point was given instead (``run_command(parts=...)``)."""
+    from rag.components import Components
+    from rag.settings import load_settings
+
     overrides = {}
     if getattr(args, "k", None):
         overrides["top_k"] = args.k
@@ -33,15 +38,18 @@ def components_from_args(args: argparse.Namespace) -> Components:
     return Components(load_settings(**overrides), show_progress=False if quiet else None, **getattr(args, "parts", {}))
 
 
-def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None, *,
+def run_command(build_parser: Callable[[], argparse.ArgumentParser], argv: Sequence[str] | None = None, *,
                 parts: Mapping[str, object] | None = None) -> int:
-    """Parse ``argv``, run the command it names (``args.func``) and turn every failure into one line.
+    """Build the parser, parse ``argv``, run the command it names (``args.func``) and turn every failure into one
+    line.
 
-    ``parts`` are given to ``Components`` instead of built from settings (tests: a fake embedder).
+    The parser is built in here, not by the caller: building it imports the commands' modules (numpy, pydantic,
+    the store: most of a command's first second), and Ctrl-C then must be "interrupted" as it is later, not a
+    traceback. ``parts`` are given to ``Components`` instead of built from settings (tests: a fake embedder).
     """
-    args = parser.parse_args(argv)
-    args.parts = dict(parts or {})
     try:
+        args = build_parser().parse_args(argv)  # a usage error or --help: SystemExit, which passes through
+        args.parts = dict(parts or {})
         return int(args.func(args) or 0)
     except PaperchatError as e:
         say(f"error: {e}")
