@@ -58,6 +58,9 @@ _ASKS_WHAT_IT_DOES = (
     "summarize summarise summary tldr tl dr eli5 explain overview gist nutshell brief briefly short shortly "
     "simple simply plain sentence sentences words one two three"
 )
+# What "how much better is X than ...?" compares with, in the question's words rather than the abstract's.
+_COMPARED_WITH = ("than better worse baseline baselines other others prior previous existing competing competitors "
+                  "alternatives sota state-of-the-art")
 _MULTI = re.compile(r"\b(which|what|any|are there|list|find)\b.{0,40}\b(papers|works|methods|approaches|abstracts)\b",
                     re.IGNORECASE)
 
@@ -88,6 +91,14 @@ _ASKS_FIGURE = re.compile(
     r"compute budget)\b",
     re.IGNORECASE,
 )
+# "How much better is it than the baselines?": a figure beside a word of improvement answers ("2.5--4.5% accuracy
+# improvements over state-of-the-art methods"), whichever words the question compares with.
+_ASKS_IMPROVEMENT = re.compile(
+    r"(?:by\s+)?how\s+much\s+(?:better|worse|higher|lower|more|less|improv\w*|gains?|faster|slower|smaller|larger|"
+    r"bigger|cheaper|fewer)\b", re.IGNORECASE)
+_IMPROVEMENT = re.compile(
+    r"\b(?:improv\w*|outperform\w*|gains?|better|higher|lower|reduc\w*|faster|slower|fewer|less|more|surpass\w*|"
+    r"exceed\w*|boost\w*|speed-?ups?|cuts?|over)\b|\d\s*[x\u00d7](?!\w)", re.IGNORECASE)
 # What a figure question asks for ("what wall-clock speed-up ...") and what a sentence must have to give that
 # kind of figure: a "2D" or "half precision" beside the paper's topic words is no speed-up.
 _FIGURE_KINDS = (
@@ -297,6 +308,7 @@ class ExtractiveAnswerer:
         self.idf = idf or (lambda _term: 1.0)
         self.question_words = frozenset(self.analyze.plain(_QUESTION_WORDS))
         self.asking_words = frozenset(self.analyze.plain(_ASKS_WHAT_IT_DOES))
+        self.comparison_words = frozenset(self.analyze.plain(_COMPARED_WITH))
 
     def plan(self, question: str, hits: Sequence[Hit]) -> AnswerPlan:
         """Which papers answer ``question`` and with which sentences, or why none does (see the module docstring)."""
@@ -373,11 +385,14 @@ class ExtractiveAnswerer:
                                                asked_for=asked_name):
             return f"names no {asked_name}"
         named = names_paper(question, hit)
-        named_coverage = self.coverage(question, hit, known_only=True, ignore=self.asking_words) if named else 1.0
+        kind = asked_figure_kind(question)
+        # "How much better is X than the baselines?": what it is compared with is the abstract's to name.
+        asking = self.asking_words | (self.comparison_words if kind and kind[0] == "improvement" else frozenset())
+        named_coverage = self.coverage(question, hit, known_only=True, ignore=asking) if named else 1.0
         if named_coverage < self.params.named_focus_coverage:
             # A question that names the paper asks about its details: most of its other words must be there.
             present = set(self.analyze(abstract))
-            missing = sorted((t for t in self.focus_terms(question, hit) - self.asking_words
+            missing = sorted((t for t in self.focus_terms(question, hit) - asking
                               if not _present(t, present, self.analyze) and not _same_word(t, present)
                               and len(t) > 2 and self.corpus_uses(t)),
                              key=lambda t: (-self.idf(t), t))  # ties in a fixed order
@@ -386,7 +401,6 @@ class ExtractiveAnswerer:
                 return "never mentions " + _join(_surface(question, missing[:3], self.analyze))
         if not asks_figure:
             return ""
-        kind = asked_figure_kind(question)
         # Sentences with a figure ("(1) We ..." enumerates, "GPT-4o" names: neither is a figure).
         figured = [(abstract[a:b], plain) for a, b in split_sentences(abstract)
                    if _FIGURE.search(plain := _without_names(_ENUMERATOR.sub(" ", abstract[a:b])))]
@@ -607,6 +621,8 @@ def asked_figure_kind(question: str) -> tuple[str, re.Pattern[str]] | None:
         for asked, evidence in _FIGURE_KINDS:
             if found := asked.search(match.group(0)):
                 return found.group(0).lower(), evidence
+        if _ASKS_IMPROVEMENT.match(match.string, match.start()):
+            return "improvement", _IMPROVEMENT
     return None
 
 
