@@ -446,16 +446,22 @@ class ExtractiveAnswerer:
         features = self.topic_features(topic, hits)  # as deep as the caller searched
         chance = chances(features, params)
         names = question_names(topic)
-        mentioned = [any(mentions(h, n) for n in names) for h in hits] if names else []
+        # A name an abstract sets itself apart from ("Unlike models ... (e.g., Mamba), Caracal uses ...") is no name
+        # it uses, unless what is asked is what abstracts mention.
+        said = hits if _NEGATED.search(topic) or _ABOUT_MENTIONS.search(topic) else [_without_negated(h) for h in hits]
+        mentioned = [any(mentions(h, n) for n in names) for h in said] if names else []
         required = required_names(topic)
         if required:  # "... evaluate on ALFWorld": no paper qualifies for a name by meaning alone
-            chance = np.where([any(mentions(h, n) for n in required) for h in hits], chance, 0.0)
+            chance = np.where([any(mentions(h, n) for n in required) for h in said], chance, 0.0)
         coverage = features[:, FEATURES.index("topic_coverage")]
         # "Which papers mention GRPO?", "... use LoRA?": the name is the whole topic, so every paper that mentions
-        # it qualifies, however little else of it sounds like the question.
-        chosen = sorted((i for i, c in enumerate(chance) if c > 0), key=lambda i: -chance[i]) if (
-            required and _names_alone(topic, required)) else []
-        chosen = chosen or self._with_key_terms(topic, hits, listed(chance, coverage, params))
+        # it qualifies, however little else of it sounds like the question, and none when no paper does.
+        if required and _names_alone(topic, required):
+            chosen = sorted((i for i, c in enumerate(chance) if c > 0), key=lambda i: -chance[i])
+            if not chosen:
+                return [], 0.0, 0.0, False
+        else:
+            chosen = self._with_key_terms(topic, hits, listed(chance, coverage, params))
         closest = float(max(features[i, FEATURES.index("closest_sentence")] for i in chosen))
         return chosen, closest, float(coverage[chosen[0]]), bool(names) and mentioned[chosen[0]]
 
@@ -810,8 +816,11 @@ def _initials(text: str) -> set[str]:
 
 # "without external teachers, manual pruning, or reinforcement learning", "rather than RL", "instead of
 # distillation": what follows, to the end of the clause, is what a paper does not do.
-_NEGATED = re.compile(r"\b(?:without|rather\s+than|instead\s+of|no\s+need\s+for|free\s+of)\s+[^.;:()]{1,100}",
-                      re.IGNORECASE)
+_NEGATED = re.compile(r"\b(?:without|rather\s+than|instead\s+of|no\s+need\s+for|free\s+of)\s+[^.;:()]{1,100}|"
+                      # "Unlike models relying on X (e.g., Mamba), Caracal uses ...": to the clause's comma
+                      r"\bunlike\s+(?:[^.;:(),]|\([^()]*\)){1,150},", re.IGNORECASE)
+# A topic about what abstracts mention, not what they do: "unlike GRPO, we ..." mentions GRPO.
+_ABOUT_MENTIONS = re.compile(r"\b(?:mention\w*|cite[sd]?|citing|discuss\w*|compar\w*|contrast\w*)\b", re.IGNORECASE)
 
 
 def _without_negated(hit: Hit) -> Hit:

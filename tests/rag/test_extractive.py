@@ -489,3 +489,12 @@ def test_how_much_better_is_answered_by_a_figure_of_improvement(retriever, evalu
     plan = answerer(retriever).plan("And how much better is Sockets than the baselines?",
                                     [_sockets(COUNTING + evaluation)])
     assert (plan.kind == "answer", plan.missing) == (not missing, missing)
+
+
+def test_a_name_an_abstract_sets_itself_apart_from_is_no_name_it_uses(retriever):
+    abstract = ("Unlike efficient models relying on hardware-specific kernels (e.g., Mamba), Sockets uses standard "
+                "operators for packet routers.")
+    hits = [_sockets(abstract)]
+    assert answerer(retriever).plan("Which papers use Mamba?", hits).kind == "not_covered"
+    mentioned = answerer(retriever).plan("Which papers mention Mamba?", hits)
+    assert mentioned.kind == "answer" and [p.index for p in mentioned.papers] == [0]
