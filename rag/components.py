@@ -18,10 +18,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from rag.corpus.discovery import identity
 from rag.embedding.models import Embedder, ProgressBar
 from rag.embedding.runtime import build_embedder
 from rag.errors import ConfigError, CorpusError, LLMUnavailable, PaperchatError
-from rag.ingest import Ingestor, IngestReport, check_auto_build, index_manifest, make_chunker
+from rag.ingest import Ingestor, IngestReport, check_auto_build, index_manifest, index_sources, make_chunker
 from rag.redact import redact_url
 from rag.retrieval.hybrid import HybridRetriever
 from rag.settings import Settings
@@ -80,6 +81,30 @@ class IngestRun:
     @property
     def problem_line(self) -> str:
         return f"{self.rejected} problem(s) above: those records were not stored; fix them and run again"
+
+
+class KnownSources:
+    """The labels of the files an index holds, by resolved path, read from the store when first asked for
+    (``label_of``, for ``load_corpus``): a file keeps the label its papers were stored under, however it is
+    given. An index written before paths were recorded is traced once (``rag.ingest.index_sources``);
+    ``traced`` is what that found, for the ingest to record."""
+
+    def __init__(self, store: ChromaStore, corpus_dir: Path) -> None:
+        self.store = store
+        self.corpus_dir = corpus_dir
+        self.traced: dict[str, str] = {}
+        self._labels: dict[Path, str] | None = None
+
+    def label_of(self, path: Path) -> str | None:
+        if self._labels is None:
+            recorded = self.store.sources()
+            if recorded is None and self.store.counts()[0]:
+                found = index_sources(self.store, self.corpus_dir).values()
+                self.traced = {s.label: s.path.as_posix() for s in found if s.label and s.path is not None}
+                recorded = self.traced
+            # The first label (in sorted order) wins should two name one file.
+            self._labels = {Path(p): label for label, p in sorted((recorded or {}).items(), reverse=True)}
+        return self._labels.get(path)
 
 
 class Components:
@@ -156,7 +181,8 @@ class Components:
 
         targets = [Path(p) for p in paths] or [self.settings.corpus_dir]
         started = time.monotonic()
-        result = load_corpus(targets, namespace_under=self.settings.corpus_dir)
+        known = KnownSources(self.store, self.settings.corpus_dir)
+        result = load_corpus(targets, namespace_under=self.settings.corpus_dir, known_label=known.label_of)
         rejected = [p for p in result.problems if not p.kept]
         for problem in result.problems:
             self.warn(f"{'warning' if problem.kept else 'skipped'} {problem}")
@@ -171,7 +197,9 @@ class Components:
         with ingest_lock(self.settings.data_dir):
             if rebuild:
                 self.store.reset()
-            report = self.ingestor().ingest(result.papers, complete_sources=complete)
+            read = {result.labels[f]: identity(f).as_posix() for f in result.files}
+            sources = read if rebuild else {**known.traced, **read}
+            report = self.ingestor().ingest(result.papers, complete_sources=complete, sources=sources)
         return IngestRun(len(result.papers), len(result.files), time.monotonic() - started, report, len(rejected))
 
     def ensure_index(self) -> None:

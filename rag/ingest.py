@@ -15,7 +15,7 @@ import fcntl
 import os
 import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from rag.corpus.chunking import CHUNKER_VERSION, Chunker
+from rag.corpus.discovery import identity
 from rag.embedding.batching import embed_distinct_by_length
 from rag.embedding.models import Embedder
 from rag.errors import ConfigError, IndexLocked, StoreError
@@ -185,11 +186,16 @@ class Ingestor:
         self.write_rows = write_rows
         self.texts_embedded = 0  # distinct texts embedded by the last ingest (a text repeated is embedded once)
 
-    def ingest(self, papers: Sequence[Paper], *, complete_sources: set[str] | None = None) -> IngestReport:
+    def ingest(self, papers: Sequence[Paper], *, complete_sources: set[str] | None = None,
+               sources: Mapping[str, str] | None = None) -> IngestReport:
         """Store ``papers``. For each file label in ``complete_sources`` (a file that loaded without
-        problems; its papers' ids start with ``label#``), papers of that file no longer in it are removed."""
+        problems; its papers' ids start with ``label#``), papers of that file no longer in it are removed.
+        ``sources`` (file label -> resolved path) are added to the index's record of its files first, so
+        that no paper is ever stored without its file being known."""
         report = IngestReport()
         self.store.open_for_writing(index_manifest(self.embedder, self.chunker))
+        if sources is not None:
+            self.store.record_sources(sources)
         stored = self.store.paper_hashes()
         todo = []
         for paper in papers:
@@ -332,6 +338,64 @@ def _ahead(items: Iterable, depth: int = 2) -> Iterator:
             yield item
     finally:
         stop.set()
+
+
+@dataclass
+class SourceFile:
+    """A file the index holds papers of."""
+
+    label: str  # the prefix of its papers' ids ("" for ids that name no file: an index of format 2)
+    path: Path | None  # the file now (None: gone, or not known)
+    recorded: str | None  # the path the index recorded for it (None: stored before paths were recorded)
+    paper_ids: list[str] = field(default_factory=list)
+
+
+def index_sources(store: ChromaStore, corpus_dir: Path) -> dict[str, SourceFile]:
+    """Every file the index holds papers of, by label, with where it is now. A file whose path the index
+    recorded (``ChromaStore.sources``) is that path, else the corpus folder's file of that label (the same
+    papers, the same ids). A paper of an index written before paths were recorded is traced by its id's label
+    (``trace_label``). Reads every paper id: for a rebuild, and once for an index of before."""
+    recorded = store.sources() or {}
+    labels = set(recorded)
+    out: dict[str, SourceFile] = {}
+    for paper_id in store.paper_hashes():
+        label = _file_of(paper_id, labels)
+        if label is None:
+            label, path = trace_label(paper_id, corpus_dir)
+            if label:
+                labels.add(label)  # the next papers of this file are found by their label
+            out.setdefault(label, SourceFile(label, path, None))
+        elif label not in out:
+            path = Path(recorded[label]) if label in recorded else None
+            found = next((p for p in (path, Path(corpus_dir) / label) if p is not None and _is_file(p)), None)
+            out[label] = SourceFile(label, found, recorded.get(label))
+        out[label].paper_ids.append(paper_id)
+    return out
+
+
+def trace_label(paper_id: str, corpus_dir: Path) -> tuple[str, Path | None]:
+    """(label, file) of a paper whose file the index did not record, from its id (``label#local id``): the
+    first label that names an existing file as ``file_label`` made it (relative to the corpus folder, absolute,
+    or relative to the working folder), else (the text before the first ``#``, None); ("", None) for an id
+    with no label."""
+    at = paper_id.find("#")
+    if at == -1:
+        return "", None
+    first = paper_id[:at]
+    while at != -1:
+        label = paper_id[:at]
+        for candidate in (Path(corpus_dir) / label, Path.cwd() / label):  # an absolute label is itself twice
+            if _is_file(candidate):
+                return label, identity(candidate)
+        at = paper_id.find("#", at + 1)
+    return first, None
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):  # a name too long, a NUL byte
+        return False
 
 
 def _file_of(paper_id: str, labels: set[str]) -> str | None:
