@@ -77,6 +77,7 @@ class IngestRun:
     seconds: float
     report: IngestReport
     rejected: int  # records not stored (each one already reported)
+    dropped: tuple[str, ...] = ()  # ingest --rebuild --force: the papers it did not store again, by file
 
     @property
     def problem_line(self) -> str:
@@ -173,16 +174,23 @@ class Components:
         progress = ProgressBar("ingest", unit="papers", enabled=shown)
         return Ingestor(self.store, self.embedder, self.chunker, progress=progress)
 
-    def ingest_files(self, paths: Sequence[str | Path] = (), *, rebuild: bool = False) -> IngestRun:
+    def ingest_files(self, paths: Sequence[str | Path] = (), *, rebuild: bool = False,
+                     force: bool = False) -> IngestRun:
         """Read ``paths`` (default: the corpus folder) and store every valid record; each problem is reported
-        through ``warn``. Raises ``CorpusError`` when nothing valid was found."""
-        from rag.corpus.load import load_corpus
-        from rag.ingest import ingest_lock
+        through ``warn``. Raises ``CorpusError`` when nothing valid was found.
 
-        targets = [Path(p) for p in paths] or [self.settings.corpus_dir]
+        ``rebuild``: drop the index and build it again from ``paths``, or with none from every file it holds
+        papers of (``rebuild_targets``). A rebuild that would lose papers a plain ingest keeps (their file is
+        gone, was not given, or no longer loads) raises ``CorpusError`` naming them, and changes nothing,
+        unless ``force``: then they are dropped, and ``IngestRun.dropped`` says which."""
+        from rag.corpus.load import load_corpus
+        from rag.ingest import ingest_lock, losses_text, rebuild_losses, rebuild_refusal
+
+        corpus_dir = self.settings.corpus_dir
         started = time.monotonic()
-        known = KnownSources(self.store, self.settings.corpus_dir)
-        result = load_corpus(targets, namespace_under=self.settings.corpus_dir, known_label=known.label_of)
+        targets = [Path(p) for p in paths] or (self._rebuild_targets() if rebuild else [corpus_dir])
+        known = KnownSources(self.store, corpus_dir)
+        result = load_corpus(targets, namespace_under=corpus_dir, known_label=known.label_of)
         rejected = [p for p in result.problems if not p.kept]
         for problem in result.problems:
             self.warn(f"{'warning' if problem.kept else 'skipped'} {problem}")
@@ -194,13 +202,43 @@ class Components:
         # Only a file read without rejections is complete: papers missing from it were really removed.
         rejected_files = {Path(p.path) for p in rejected}
         complete = {result.labels[f] for f in result.files if f not in rejected_files}
+        read = {result.labels[f]: identity(f) for f in result.files}
+        dropped: list[str] = []
         with ingest_lock(self.settings.data_dir):
+            removed = 0
             if rebuild:
+                kept = {p.paper_id for p in result.papers}
+                held = index_sources(self.store, corpus_dir)  # read again under the lock: what the index holds now
+                losses = rebuild_losses(held, kept, read, complete)
+                if losses and not force:
+                    raise CorpusError(rebuild_refusal(losses))
+                dropped = [losses_text([loss]) for loss in losses]
+                removed = len({pid for source in held.values() for pid in source.paper_ids} - kept)
                 self.store.reset()
-            read = {result.labels[f]: identity(f).as_posix() for f in result.files}
-            sources = read if rebuild else {**known.traced, **read}
+            sources = {label: path.as_posix() for label, path in read.items()}
+            if not rebuild:
+                sources = {**known.traced, **sources}
             report = self.ingestor().ingest(result.papers, complete_sources=complete, sources=sources)
-        return IngestRun(len(result.papers), len(result.files), time.monotonic() - started, report, len(rejected))
+            report.removed += removed
+        return IngestRun(len(result.papers), len(result.files), time.monotonic() - started, report, len(rejected),
+                         tuple(dropped))
+
+    def _rebuild_targets(self) -> list[Path]:
+        """What ``ingest --rebuild`` with no path reads (``rag.ingest.rebuild_targets``), said on ``warn``."""
+        from rag.ingest import losses_text, rebuild_losses, rebuild_targets
+
+        held = index_sources(self.store, self.settings.corpus_dir)
+        targets = rebuild_targets(held, self.settings.corpus_dir)
+        if not targets:
+            raise CorpusError(
+                f"nothing to rebuild from: the index holds {losses_text(rebuild_losses(held, set(), {}, set()))}; "
+                "put those files back and run it again, or drop them and build from other files: "
+                "`paperchat ingest --rebuild --force PATH...`"
+            )
+        if held:
+            more = f" and {len(targets) - 5} more" if len(targets) > 5 else ""
+            self.warn(f"rebuilding from the files the index holds papers of: {', '.join(map(str, targets[:5]))}{more}")
+        return targets
 
     def ensure_index(self) -> None:
         """An empty index is built from the corpus folder first, and the user is told."""

@@ -351,13 +351,17 @@ class SourceFile:
 
 
 def index_sources(store: ChromaStore, corpus_dir: Path) -> dict[str, SourceFile]:
-    """Every file the index holds papers of, by label, with where it is now. A file whose path the index
-    recorded (``ChromaStore.sources``) is that path, else the corpus folder's file of that label (the same
-    papers, the same ids). A paper of an index written before paths were recorded is traced by its id's label
+    """Every file the index holds papers of or recorded (an ingest stopped before it stored a file's papers
+    records the file first), by label, with where it is now. A file whose path the index recorded
+    (``ChromaStore.sources``) is that path, else the corpus folder's file of that label (the same papers, the
+    same ids). A paper of an index written before paths were recorded is traced by its id's label
     (``trace_label``). Reads every paper id: for a rebuild, and once for an index of before."""
     recorded = store.sources() or {}
-    labels = set(recorded)
     out: dict[str, SourceFile] = {}
+    for label, path in recorded.items():
+        found = next((p for p in (Path(path), Path(corpus_dir) / label) if _is_file(p)), None)
+        out[label] = SourceFile(label, found, path)
+    labels = set(recorded)
     for paper_id in store.paper_hashes():
         label = _file_of(paper_id, labels)
         if label is None:
@@ -365,12 +369,79 @@ def index_sources(store: ChromaStore, corpus_dir: Path) -> dict[str, SourceFile]
             if label:
                 labels.add(label)  # the next papers of this file are found by their label
             out.setdefault(label, SourceFile(label, path, None))
-        elif label not in out:
-            path = Path(recorded[label]) if label in recorded else None
-            found = next((p for p in (path, Path(corpus_dir) / label) if p is not None and _is_file(p)), None)
-            out[label] = SourceFile(label, found, recorded.get(label))
         out[label].paper_ids.append(paper_id)
     return out
+
+
+def rebuild_targets(held: Mapping[str, SourceFile], corpus_dir: Path) -> list[Path]:
+    """What ``ingest --rebuild`` with no path reads: every file of ``index_sources`` that is still there, the
+    corpus folder whole when any of them lies in it (a killed first ingest may have stored part of it), and
+    the corpus folder alone for an empty index. Files that are gone are left out (``rebuild_losses`` names them)."""
+    corpus = identity(Path(corpus_dir))
+    files = sorted({s.path for s in held.values() if s.path is not None})
+    others = [f for f in files if not f.is_relative_to(corpus)]
+    return ([Path(corpus_dir)] if not held or len(others) < len(files) else []) + others
+
+
+@dataclass(frozen=True)
+class RebuildLoss:
+    """Papers of one file that a rebuild would not store again; ``why``: which file and why, for the user."""
+
+    label: str
+    paper_ids: tuple[str, ...]
+    kind: str  # "unloadable" (records that no longer load), "not given", "gone" (the file), "unknown" (the file)
+    why: str  # "from /x/mine.txt (the file is gone)"
+
+
+def rebuild_losses(held: Mapping[str, SourceFile], kept: set[str], read: Mapping[str, Path],
+                   complete: set[str]) -> list[RebuildLoss]:
+    """The papers of the index that a rebuild storing only ``kept`` (paper ids) would lose, by file: all but
+    those gone from a file read without problems (``complete``; an ingest removes those too). ``read``: label ->
+    file of the files the rebuild read."""
+    losses = []
+    for label, source in sorted(held.items()):
+        lost = tuple(pid for pid in source.paper_ids if pid not in kept and label not in complete)
+        if not lost:
+            continue
+        if label in read:
+            kind, why = "unloadable", f"from {read[label]} (records that no longer load: see the problems above)"
+        elif source.path is not None:
+            kind, why = "not given", f"from {source.path} (not among the paths given)"
+        elif source.recorded:
+            kind, why = "gone", f"from {source.recorded} (the file is gone)"
+        elif label:
+            kind, why = "unknown", f"from {label} (no such file; the index was built before it recorded its files)"
+        else:
+            kind, why = "unknown", f"whose ids name no file (e.g. {lost[0]!r})"
+        losses.append(RebuildLoss(label, lost, kind, why))
+    return losses
+
+
+def losses_text(losses: Sequence[RebuildLoss], shown: int = 5) -> str:
+    """``3 papers from /x/mine.txt (the file is gone); ...`` (the first ``shown`` files)."""
+    parts = [f"{len(loss.paper_ids)} paper{'' if len(loss.paper_ids) == 1 else 's'} {loss.why}"
+             for loss in losses[:shown]]
+    more = f"; and papers of {len(losses) - shown} more files" if len(losses) > shown else ""
+    return "; ".join(parts) + more
+
+
+_KEEP = {  # what keeps the papers of each kind of loss
+    "unloadable": "fix those records",
+    "not given": "add their files to the paths (or run `paperchat ingest --rebuild` with no path: every file the "
+                 "index holds)",
+    "gone": "put the files back",
+    "unknown": "put the files back",
+}
+
+
+def rebuild_refusal(losses: Sequence[RebuildLoss]) -> str:
+    """Why a rebuild is refused and what to do, in one line."""
+    kinds = {loss.kind for loss in losses}
+    keep = ", ".join(dict.fromkeys(_KEEP[kind] for kind in _KEEP if kind in kinds))
+    moved = (" (files that moved: give their new places, `paperchat ingest --rebuild --force PATH...`; their papers "
+             "get new ids)" if kinds & {"gone", "unknown"} else "")
+    return (f"ingest --rebuild would lose {losses_text(losses)}; nothing was changed. To keep them, {keep} and run "
+            f"it again; to drop them, add --force{moved}")
 
 
 def trace_label(paper_id: str, corpus_dir: Path) -> tuple[str, Path | None]:
