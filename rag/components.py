@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import shlex
 import threading
 import time
 from collections import OrderedDict
@@ -218,10 +219,24 @@ class Components:
             sources = {label: path.as_posix() for label, path in read.items()}
             if not rebuild:
                 sources = {**known.traced, **sources}
-            report = self.ingestor().ingest(result.papers, complete_sources=complete, sources=sources)
+            report = self.ingestor().ingest(result.papers, complete_sources=complete, sources=sources,
+                                            paths=[identity(t).as_posix() for t in targets])
             report.removed += removed
         return IngestRun(len(result.papers), len(result.files), time.monotonic() - started, report, len(rejected),
                          tuple(dropped))
+
+    def unfinished_ingest(self) -> str | None:
+        """The command that completes the last ingest if it stopped before it finished (killed, interrupted, a
+        write that failed: the index holds part of what it was given); None when it finished. Reads the index's
+        metadata only."""
+        store = self.store
+        if not store.write_unfinished():
+            return None
+        paths = store.unfinished_paths()
+        if not paths:  # an ingest of before paths were kept, or one not run by a command
+            return "paperchat ingest PATH..."
+        return "paperchat ingest" + ("" if paths == [identity(self.settings.corpus_dir).as_posix()] else
+                                     " " + shlex.join(paths))
 
     def _rebuild_targets(self) -> list[Path]:
         """What ``ingest --rebuild`` with no path reads (``rag.ingest.rebuild_targets``), said on ``warn``."""

@@ -187,11 +187,12 @@ class Ingestor:
         self.texts_embedded = 0  # distinct texts embedded by the last ingest (a text repeated is embedded once)
 
     def ingest(self, papers: Sequence[Paper], *, complete_sources: set[str] | None = None,
-               sources: Mapping[str, str] | None = None) -> IngestReport:
+               sources: Mapping[str, str] | None = None, paths: Sequence[str] = ()) -> IngestReport:
         """Store ``papers``. For each file label in ``complete_sources`` (a file that loaded without
         problems; its papers' ids start with ``label#``), papers of that file no longer in it are removed.
         ``sources`` (file label -> resolved path) are added to the index's record of its files first, so
-        that no paper is ever stored without its file being known."""
+        that no paper is ever stored without its file being known. ``paths``: what the papers were read from,
+        kept with the index until the ingest finishes (what to re-run if it does not)."""
         report = IngestReport()
         self.store.open_for_writing(index_manifest(self.embedder, self.chunker))
         if sources is not None:
@@ -213,7 +214,7 @@ class Ingestor:
         unfinished = self.store.write_unfinished()  # an earlier ingest stopped mid-write: finish its job
         self.texts_embedded = 0
         if todo or stale or unfinished:
-            self.store.begin_write()
+            self.store.begin_write(paths)
             self._write(todo, report, unfinished=unfinished)
             if stale:
                 self.store.delete_papers(stale)

@@ -38,6 +38,8 @@ _MANIFEST_KEYS = (
 )
 # Beside the manifest: the index's source files, JSON {file label: the file's resolved path} (rag.ingest).
 _SOURCES_KEY = "sources"
+# While an ingest writes (``writing`` is true): JSON [the paths it reads], so that the user can be told what to re-run.
+_WRITING_PATHS_KEY = "writing_paths"
 
 
 @dataclass(frozen=True)
@@ -122,12 +124,26 @@ class ChromaStore(ChromaReader):
             return False
         return bool((self._chunks.metadata or {}).get("writing"))
 
-    def begin_write(self) -> None:
-        """Mark the index as being written until ``bump_generation``, so that a re-run knows to finish the job."""
+    def begin_write(self, paths: Sequence[str] = ()) -> None:
+        """Mark the index as being written until ``bump_generation``, so that a re-run knows to finish the job;
+        ``paths``: what the ingest reads, added to those of an earlier unfinished one (``unfinished_paths``)."""
         meta = dict(self._chunks.metadata or {})
-        if not meta.get("writing"):
+        earlier = self.unfinished_paths()
+        waiting = list(dict.fromkeys([*earlier, *paths]))
+        if not meta.get("writing") or waiting != earlier:
             meta["writing"] = True
+            meta[_WRITING_PATHS_KEY] = json.dumps(waiting, ensure_ascii=False)
             self._call("update the index", self._chunks.modify, metadata=meta)
+
+    def unfinished_paths(self) -> list[str]:
+        """The paths the ingests that did not finish were reading (``begin_write``), oldest first."""
+        if not self.write_unfinished():
+            return []
+        try:
+            paths = json.loads((self._chunks.metadata or {}).get(_WRITING_PATHS_KEY) or "[]")
+        except ValueError:
+            return []
+        return [str(p) for p in paths] if isinstance(paths, list) else []
 
     def delete_orphan_chunks(self) -> int:
         """Delete the chunks of papers that have no record (left by a stopped ingest); returns how many papers."""
@@ -142,6 +158,7 @@ class ChromaStore(ChromaReader):
         meta = dict(self._chunks.metadata or {})
         meta["generation"] = int(meta.get("generation", 0)) + 1
         meta["writing"] = False
+        meta.pop(_WRITING_PATHS_KEY, None)
         self._call("update the index", self._chunks.modify, metadata=meta)
         return meta["generation"]
 

@@ -74,4 +74,8 @@ def cmd_stats(args) -> int:
     else:
         for key, value in stats.items():
             show(f"{key}: {value}")
+        resume = components.unfinished_ingest()
+        if resume:
+            show(f"last_ingest: did not finish (the index holds part of what it was given); run `{resume}` to "
+                 "complete it")
     return 0
