@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import shlex
 import threading
 import time
 from collections import OrderedDict
@@ -18,10 +19,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from rag.corpus.discovery import identity
 from rag.embedding.models import Embedder, ProgressBar
 from rag.embedding.runtime import build_embedder
 from rag.errors import ConfigError, CorpusError, LLMUnavailable, PaperchatError
-from rag.ingest import Ingestor, IngestReport, check_auto_build, index_manifest, make_chunker
+from rag.ingest import Ingestor, IngestReport, check_auto_build, index_manifest, index_sources, make_chunker
 from rag.redact import redact_url
 from rag.retrieval.hybrid import HybridRetriever
 from rag.settings import Settings
@@ -76,10 +78,35 @@ class IngestRun:
     seconds: float
     report: IngestReport
     rejected: int  # records not stored (each one already reported)
+    dropped: tuple[str, ...] = ()  # ingest --rebuild --force: the papers it did not store again, by file
 
     @property
     def problem_line(self) -> str:
         return f"{self.rejected} problem(s) above: those records were not stored; fix them and run again"
+
+
+class KnownSources:
+    """The labels of the files an index holds, by resolved path, read from the store when first asked for
+    (``label_of``, for ``load_corpus``): a file keeps the label its papers were stored under, however it is
+    given. An index written before paths were recorded is traced once (``rag.ingest.index_sources``);
+    ``traced`` is what that found, for the ingest to record."""
+
+    def __init__(self, store: ChromaStore, corpus_dir: Path) -> None:
+        self.store = store
+        self.corpus_dir = corpus_dir
+        self.traced: dict[str, str] = {}
+        self._labels: dict[Path, str] | None = None
+
+    def label_of(self, path: Path) -> str | None:
+        if self._labels is None:
+            recorded = self.store.sources()
+            if recorded is None and self.store.counts()[0]:
+                found = index_sources(self.store, self.corpus_dir).values()
+                self.traced = {s.label: s.path.as_posix() for s in found if s.label and s.path is not None}
+                recorded = self.traced
+            # The first label (in sorted order) wins should two name one file.
+            self._labels = {Path(p): label for label, p in sorted((recorded or {}).items(), reverse=True)}
+        return self._labels.get(path)
 
 
 class Components:
@@ -148,15 +175,23 @@ class Components:
         progress = ProgressBar("ingest", unit="papers", enabled=shown)
         return Ingestor(self.store, self.embedder, self.chunker, progress=progress)
 
-    def ingest_files(self, paths: Sequence[str | Path] = (), *, rebuild: bool = False) -> IngestRun:
+    def ingest_files(self, paths: Sequence[str | Path] = (), *, rebuild: bool = False,
+                     force: bool = False) -> IngestRun:
         """Read ``paths`` (default: the corpus folder) and store every valid record; each problem is reported
-        through ``warn``. Raises ``CorpusError`` when nothing valid was found."""
-        from rag.corpus.load import load_corpus
-        from rag.ingest import ingest_lock
+        through ``warn``. Raises ``CorpusError`` when nothing valid was found.
 
-        targets = [Path(p) for p in paths] or [self.settings.corpus_dir]
+        ``rebuild``: drop the index and build it again from ``paths``, or with none from every file it holds
+        papers of (``rebuild_targets``). A rebuild that would lose papers a plain ingest keeps (their file is
+        gone, was not given, or no longer loads) raises ``CorpusError`` naming them, and changes nothing,
+        unless ``force``: then they are dropped, and ``IngestRun.dropped`` says which."""
+        from rag.corpus.load import load_corpus
+        from rag.ingest import ingest_lock, losses_text, rebuild_losses, rebuild_refusal
+
+        corpus_dir = self.settings.corpus_dir
         started = time.monotonic()
-        result = load_corpus(targets, namespace_under=self.settings.corpus_dir)
+        targets = [Path(p) for p in paths] or (self._rebuild_targets() if rebuild else [corpus_dir])
+        known = KnownSources(self.store, corpus_dir)
+        result = load_corpus(targets, namespace_under=corpus_dir, known_label=known.label_of)
         rejected = [p for p in result.problems if not p.kept]
         for problem in result.problems:
             self.warn(f"{'warning' if problem.kept else 'skipped'} {problem}")
@@ -168,11 +203,57 @@ class Components:
         # Only a file read without rejections is complete: papers missing from it were really removed.
         rejected_files = {Path(p.path) for p in rejected}
         complete = {result.labels[f] for f in result.files if f not in rejected_files}
+        read = {result.labels[f]: identity(f) for f in result.files}
+        dropped: list[str] = []
         with ingest_lock(self.settings.data_dir):
+            removed = 0
             if rebuild:
+                kept = {p.paper_id for p in result.papers}
+                held = index_sources(self.store, corpus_dir)  # read again under the lock: what the index holds now
+                losses = rebuild_losses(held, kept, read, complete)
+                if losses and not force:
+                    raise CorpusError(rebuild_refusal(losses))
+                dropped = [losses_text([loss]) for loss in losses]
+                removed = len({pid for source in held.values() for pid in source.paper_ids} - kept)
                 self.store.reset()
-            report = self.ingestor().ingest(result.papers, complete_sources=complete)
-        return IngestRun(len(result.papers), len(result.files), time.monotonic() - started, report, len(rejected))
+            sources = {label: path.as_posix() for label, path in read.items()}
+            if not rebuild:
+                sources = {**known.traced, **sources}
+            report = self.ingestor().ingest(result.papers, complete_sources=complete, sources=sources,
+                                            paths=[identity(t).as_posix() for t in targets])
+            report.removed += removed
+        return IngestRun(len(result.papers), len(result.files), time.monotonic() - started, report, len(rejected),
+                         tuple(dropped))
+
+    def unfinished_ingest(self) -> str | None:
+        """The command that completes the last ingest if it stopped before it finished (killed, interrupted, a
+        write that failed: the index holds part of what it was given); None when it finished. Reads the index's
+        metadata only."""
+        store = self.store
+        if not store.write_unfinished():
+            return None
+        paths = store.unfinished_paths()
+        if not paths:  # an ingest of before paths were kept, or one not run by a command
+            return "paperchat ingest PATH..."
+        return "paperchat ingest" + ("" if paths == [identity(self.settings.corpus_dir).as_posix()] else
+                                     " " + shlex.join(paths))
+
+    def _rebuild_targets(self) -> list[Path]:
+        """What ``ingest --rebuild`` with no path reads (``rag.ingest.rebuild_targets``), said on ``warn``."""
+        from rag.ingest import losses_text, rebuild_losses, rebuild_targets
+
+        held = index_sources(self.store, self.settings.corpus_dir)
+        targets = rebuild_targets(held, self.settings.corpus_dir)
+        if not targets:
+            raise CorpusError(
+                f"nothing to rebuild from: the index holds {losses_text(rebuild_losses(held, set(), {}, set()))}; "
+                "put those files back and run it again, or drop them and build from other files: "
+                "`paperchat ingest --rebuild --force PATH...`"
+            )
+        if held:
+            more = f" and {len(targets) - 5} more" if len(targets) > 5 else ""
+            self.warn(f"rebuilding from the files the index holds papers of: {', '.join(map(str, targets[:5]))}{more}")
+        return targets
 
     def ensure_index(self) -> None:
         """An empty index is built from the corpus folder first, and the user is told."""

@@ -15,7 +15,7 @@ import fcntl
 import os
 import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from rag.corpus.chunking import CHUNKER_VERSION, Chunker
+from rag.corpus.discovery import identity
 from rag.embedding.batching import embed_distinct_by_length
 from rag.embedding.models import Embedder
 from rag.errors import ConfigError, IndexLocked, StoreError
@@ -186,11 +187,17 @@ class Ingestor:
         self.write_rows = write_rows
         self.texts_embedded = 0  # distinct texts embedded by the last ingest (a text repeated is embedded once)
 
-    def ingest(self, papers: Sequence[Paper], *, complete_sources: set[str] | None = None) -> IngestReport:
+    def ingest(self, papers: Sequence[Paper], *, complete_sources: set[str] | None = None,
+               sources: Mapping[str, str] | None = None, paths: Sequence[str] = ()) -> IngestReport:
         """Store ``papers``. For each file label in ``complete_sources`` (a file that loaded without
-        problems; its papers' ids start with ``label#``), papers of that file no longer in it are removed."""
+        problems; its papers' ids start with ``label#``), papers of that file no longer in it are removed.
+        ``sources`` (file label -> resolved path) are added to the index's record of its files first, so
+        that no paper is ever stored without its file being known. ``paths``: what the papers were read from,
+        kept with the index until the ingest finishes (what to re-run if it does not)."""
         report = IngestReport()
         self.store.open_for_writing(index_manifest(self.embedder, self.chunker))
+        if sources is not None:
+            self.store.record_sources(sources)
         stored = self.store.paper_hashes()
         todo = []
         for paper in papers:
@@ -208,7 +215,7 @@ class Ingestor:
         unfinished = self.store.write_unfinished()  # an earlier ingest stopped mid-write: finish its job
         self.texts_embedded = 0
         if todo or stale or unfinished:
-            self.store.begin_write()
+            self.store.begin_write(paths)
             self._write(todo, report, unfinished=unfinished)
             if stale:
                 self.store.delete_papers(stale)
@@ -333,6 +340,135 @@ def _ahead(items: Iterable, depth: int = 2) -> Iterator:
             yield item
     finally:
         stop.set()
+
+
+@dataclass
+class SourceFile:
+    """A file the index holds papers of."""
+
+    label: str  # the prefix of its papers' ids ("" for ids that name no file: an index of format 2)
+    path: Path | None  # the file now (None: gone, or not known)
+    recorded: str | None  # the path the index recorded for it (None: stored before paths were recorded)
+    paper_ids: list[str] = field(default_factory=list)
+
+
+def index_sources(store: ChromaStore, corpus_dir: Path) -> dict[str, SourceFile]:
+    """Every file the index holds papers of or recorded (an ingest stopped before it stored a file's papers
+    records the file first), by label, with where it is now. A file whose path the index recorded
+    (``ChromaStore.sources``) is that path, else the corpus folder's file of that label (the same papers, the
+    same ids). A paper of an index written before paths were recorded is traced by its id's label
+    (``trace_label``). Reads every paper id: for a rebuild, and once for an index of before."""
+    recorded = store.sources() or {}
+    out: dict[str, SourceFile] = {}
+    for label, path in recorded.items():
+        found = next((p for p in (Path(path), Path(corpus_dir) / label) if _is_file(p)), None)
+        out[label] = SourceFile(label, found, path)
+    labels = set(recorded)
+    for paper_id in store.paper_hashes():
+        label = _file_of(paper_id, labels)
+        if label is None:
+            label, path = trace_label(paper_id, corpus_dir)
+            if label:
+                labels.add(label)  # the next papers of this file are found by their label
+            out.setdefault(label, SourceFile(label, path, None))
+        out[label].paper_ids.append(paper_id)
+    return out
+
+
+def rebuild_targets(held: Mapping[str, SourceFile], corpus_dir: Path) -> list[Path]:
+    """What ``ingest --rebuild`` with no path reads: every file of ``index_sources`` that is still there, the
+    corpus folder whole when any of them lies in it (a killed first ingest may have stored part of it), and
+    the corpus folder alone for an empty index. Files that are gone are left out (``rebuild_losses`` names them)."""
+    corpus = identity(Path(corpus_dir))
+    files = sorted({s.path for s in held.values() if s.path is not None})
+    others = [f for f in files if not f.is_relative_to(corpus)]
+    return ([Path(corpus_dir)] if not held or len(others) < len(files) else []) + others
+
+
+@dataclass(frozen=True)
+class RebuildLoss:
+    """Papers of one file that a rebuild would not store again; ``why``: which file and why, for the user."""
+
+    label: str
+    paper_ids: tuple[str, ...]
+    kind: str  # "unloadable" (records that no longer load), "not given", "gone" (the file), "unknown" (the file)
+    why: str  # "from /x/mine.txt (the file is gone)"
+
+
+def rebuild_losses(held: Mapping[str, SourceFile], kept: set[str], read: Mapping[str, Path],
+                   complete: set[str]) -> list[RebuildLoss]:
+    """The papers of the index that a rebuild storing only ``kept`` (paper ids) would lose, by file: all but
+    those gone from a file read without problems (``complete``; an ingest removes those too). ``read``: label ->
+    file of the files the rebuild read."""
+    losses = []
+    for label, source in sorted(held.items()):
+        lost = tuple(pid for pid in source.paper_ids if pid not in kept and label not in complete)
+        if not lost:
+            continue
+        if label in read:
+            kind, why = "unloadable", f"from {read[label]} (records that no longer load: see the problems above)"
+        elif source.path is not None:
+            kind, why = "not given", f"from {source.path} (not among the paths given)"
+        elif source.recorded:
+            kind, why = "gone", f"from {source.recorded} (the file is gone)"
+        elif label:
+            kind, why = "unknown", f"from {label} (no such file; the index was built before it recorded its files)"
+        else:
+            kind, why = "unknown", f"whose ids name no file (e.g. {lost[0]!r})"
+        losses.append(RebuildLoss(label, lost, kind, why))
+    return losses
+
+
+def losses_text(losses: Sequence[RebuildLoss], shown: int = 5) -> str:
+    """``3 papers from /x/mine.txt (the file is gone); ...`` (the first ``shown`` files)."""
+    parts = [f"{len(loss.paper_ids)} paper{'' if len(loss.paper_ids) == 1 else 's'} {loss.why}"
+             for loss in losses[:shown]]
+    more = f"; and papers of {len(losses) - shown} more files" if len(losses) > shown else ""
+    return "; ".join(parts) + more
+
+
+_KEEP = {  # what keeps the papers of each kind of loss
+    "unloadable": "fix those records",
+    "not given": "add their files to the paths (or run `paperchat ingest --rebuild` with no path: every file the "
+                 "index holds)",
+    "gone": "put the files back",
+    "unknown": "put the files back",
+}
+
+
+def rebuild_refusal(losses: Sequence[RebuildLoss]) -> str:
+    """Why a rebuild is refused and what to do, in one line."""
+    kinds = {loss.kind for loss in losses}
+    keep = ", ".join(dict.fromkeys(_KEEP[kind] for kind in _KEEP if kind in kinds))
+    moved = (" (files that moved: give their new places, `paperchat ingest --rebuild --force PATH...`; their papers "
+             "get new ids)" if kinds & {"gone", "unknown"} else "")
+    return (f"ingest --rebuild would lose {losses_text(losses)}; nothing was changed. To keep them, {keep} and run "
+            f"it again; to drop them, add --force{moved}")
+
+
+def trace_label(paper_id: str, corpus_dir: Path) -> tuple[str, Path | None]:
+    """(label, file) of a paper whose file the index did not record, from its id (``label#local id``): the
+    first label that names an existing file as ``file_label`` made it (relative to the corpus folder, absolute,
+    or relative to the working folder), else (the text before the first ``#``, None); ("", None) for an id
+    with no label."""
+    at = paper_id.find("#")
+    if at == -1:
+        return "", None
+    first = paper_id[:at]
+    while at != -1:
+        label = paper_id[:at]
+        for candidate in (Path(corpus_dir) / label, Path.cwd() / label):  # an absolute label is itself twice
+            if _is_file(candidate):
+                return label, identity(candidate)
+        at = paper_id.find("#", at + 1)
+    return first, None
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):  # a name too long, a NUL byte
+        return False
 
 
 def _file_of(paper_id: str, labels: set[str]) -> str | None:

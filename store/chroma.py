@@ -9,12 +9,15 @@ record is missing or has an old hash is simply written again, over the same dete
 
 The chunks collection's metadata is the index manifest: which embedding model and chunking settings
 built it, and a ``generation`` counter bumped by every write, which lets lexical indexes (one per
-process or machine) notice that they are stale.
+process or machine) notice that they are stale. Beside it, ``sources`` records the files the papers came
+from (each file's label, the prefix of its papers' ids, and its resolved path): a file given again keeps its
+ids, and a rebuild knows what to read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +36,10 @@ _DELETE_BATCH = 500  # paper ids per delete filter
 _MANIFEST_KEYS = (
     "embedding_model", "embedding_dimension", "chunk_max_tokens", "chunk_overlap_sentences", "chunker", "index_format",
 )
+# Beside the manifest: the index's source files, JSON {file label: the file's resolved path} (rag.ingest).
+_SOURCES_KEY = "sources"
+# While an ingest writes (``writing`` is true): JSON [the paths it reads], so that the user can be told what to re-run.
+_WRITING_PATHS_KEY = "writing_paths"
 
 
 @dataclass(frozen=True)
@@ -86,18 +93,57 @@ class ChromaStore(ChromaReader):
         if current.get("embedding_model") is None:
             self._call("record the index settings", self._chunks.modify, metadata={**current, **manifest})
 
+    def sources(self) -> dict[str, str] | None:
+        """The files the index was built from, as the ingests that read them recorded them: file label (the
+        prefix of its papers' ids) -> the file's resolved path. None: no ingest recorded any (an index written
+        before they were recorded, or no index)."""
+        if not self._open(create=False):
+            return None
+        raw = (self._chunks.metadata or {}).get(_SOURCES_KEY)
+        if not isinstance(raw, str):
+            return None
+        try:
+            recorded = json.loads(raw)
+        except ValueError:
+            return None
+        return {str(k): str(v) for k, v in recorded.items()} if isinstance(recorded, dict) else None
+
+    def record_sources(self, sources: Mapping[str, str]) -> None:
+        """Add ``sources`` (file label -> resolved path) to the index's record of its files; a label already
+        recorded now points to the path given. Written only when the record changes."""
+        current = self.sources()
+        merged = {**(current or {}), **sources}
+        if merged != current:
+            meta = dict(self._chunks.metadata or {})
+            meta[_SOURCES_KEY] = json.dumps(dict(sorted(merged.items())), ensure_ascii=False)
+            self._call("update the index", self._chunks.modify, metadata=meta)
+
     def write_unfinished(self) -> bool:
         """Did an earlier ingest stop between its first write and ``bump_generation`` (killed, disk full...)?"""
         if not self._open(create=False):
             return False
         return bool((self._chunks.metadata or {}).get("writing"))
 
-    def begin_write(self) -> None:
-        """Mark the index as being written until ``bump_generation``, so that a re-run knows to finish the job."""
+    def begin_write(self, paths: Sequence[str] = ()) -> None:
+        """Mark the index as being written until ``bump_generation``, so that a re-run knows to finish the job;
+        ``paths``: what the ingest reads, added to those of an earlier unfinished one (``unfinished_paths``)."""
         meta = dict(self._chunks.metadata or {})
-        if not meta.get("writing"):
+        earlier = self.unfinished_paths()
+        waiting = list(dict.fromkeys([*earlier, *paths]))
+        if not meta.get("writing") or waiting != earlier:
             meta["writing"] = True
+            meta[_WRITING_PATHS_KEY] = json.dumps(waiting, ensure_ascii=False)
             self._call("update the index", self._chunks.modify, metadata=meta)
+
+    def unfinished_paths(self) -> list[str]:
+        """The paths the ingests that did not finish were reading (``begin_write``), oldest first."""
+        if not self.write_unfinished():
+            return []
+        try:
+            paths = json.loads((self._chunks.metadata or {}).get(_WRITING_PATHS_KEY) or "[]")
+        except ValueError:
+            return []
+        return [str(p) for p in paths] if isinstance(paths, list) else []
 
     def delete_orphan_chunks(self) -> int:
         """Delete the chunks of papers that have no record (left by a stopped ingest); returns how many papers."""
@@ -112,6 +158,7 @@ class ChromaStore(ChromaReader):
         meta = dict(self._chunks.metadata or {})
         meta["generation"] = int(meta.get("generation", 0)) + 1
         meta["writing"] = False
+        meta.pop(_WRITING_PATHS_KEY, None)
         self._call("update the index", self._chunks.modify, metadata=meta)
         return meta["generation"]
 

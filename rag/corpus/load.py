@@ -17,7 +17,7 @@ rag.corpus.records) and keeps the first paper of each id.
 from __future__ import annotations
 
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import IO
@@ -37,12 +37,16 @@ __all__ = ["file_label", "load_corpus", "load_file"]
 MAX_PROBLEMS_PER_FILE = 50  # a broken file should not drown the report; the rest is summarised
 
 
-def load_corpus(paths: Sequence[str | Path], *, namespace_under: Path | None = None) -> LoadResult:
+def load_corpus(paths: Sequence[str | Path], *, namespace_under: Path | None = None,
+                known_label: Callable[[Path], str | None] | None = None) -> LoadResult:
     """Load every corpus file under ``paths`` (files and folders, recursively, in sorted order).
 
     With ``namespace_under`` (the corpus folder), every paper id is prefixed with its file's label
     (``file_label``) and ``#``: ``corpus.jsonl#doc1``, ``x/papers.jsonl#3``. Two files then never share an
     id, whatever ids their records carry; ``result.labels`` maps each file read to its label.
+    ``known_label`` (resolved path -> the label an index already holds the file under, or None) wins over
+    ``file_label``: a file keeps the label it was first stored under, given by itself or found in a folder.
+    It is asked only once the paths are known to exist and a file was found.
 
     Raises ``CorpusError`` only when a given path does not exist; all else is reported as problems.
     """
@@ -67,7 +71,9 @@ def load_corpus(paths: Sequence[str | Path], *, namespace_under: Path | None = N
             seen_files.add(key)
             loaded = _load_located(file_path)
             if namespace_under is not None:
-                label = file_label(file_path, namespace_under, folder=path if path.is_dir() else None)
+                label = (known_label and known_label(key)) or file_label(
+                    file_path, namespace_under, folder=path if path.is_dir() else None
+                )
                 result.labels[file_path] = label
                 loaded.located = [_namespaced(item, file_path, label) for item in loaded.located]
             if loaded.read:

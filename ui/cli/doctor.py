@@ -31,16 +31,22 @@ def _check_index(components: Components) -> list[Finding]:
     try:
         papers, chunks = store.counts()
         manifest = store.manifest() or {}
+        resume = components.unfinished_ingest()
+        unfinished = [Finding(
+            f"the last ingest did not finish (it stopped while writing): the index holds only part of what it was "
+            f"given; run `{resume}` again to complete it", problem=True)] if resume else []
         if not papers:
             _line("index", f"empty at {store.location}")
-            return [Finding("build the index: paperchat ingest", problem=True)]
+            return unfinished or [Finding("build the index: paperchat ingest", problem=True)]
         model = manifest.get("embedding_model")
         _line("index", f"{counted(papers, 'paper')}, {counted(chunks, 'chunk')}, model {model}, at {store.location}")
+        if unfinished:
+            _line("last ingest", "PROBLEM: did not finish; the index holds part of what it was given")
         store.check_manifest(components.retriever.expected_manifest or {})
     except PaperchatError as e:
         _line("index", f"PROBLEM: {e}")
         return [Finding(str(e), problem=True)]
-    return []
+    return unfinished
 
 
 def _check_embedder(components: Components) -> list[Finding]:

@@ -48,6 +48,8 @@ def _questions(path: Path, *, answers: bool) -> list:
 
 
 def _beir_metrics(components, folder: Path, split: str) -> dict:
+    from rag.components import KnownSources
+    from rag.corpus.discovery import identity
     from rag.corpus.load import file_label
     from rag.evaluation import beir_metrics, load_beir
 
@@ -56,10 +58,11 @@ def _beir_metrics(components, folder: Path, split: str) -> dict:
     retriever.refresh()
     # Stored ids are namespaced by their file ("corpus.jsonl#doc1"); the qrels name the documents' own ids.
     corpus_file = folder / "corpus.jsonl"
-    prefixes = tuple(
-        file_label(corpus_file, components.settings.corpus_dir, folder=parent) + "#"
-        for parent in (None, folder)  # ingested by itself, or with its folder
-    )
+    settings = components.settings
+    recorded = KnownSources(components.store, settings.corpus_dir).label_of(identity(corpus_file))
+    labels = [file_label(corpus_file, settings.corpus_dir, folder=parent) for parent in (None, folder)]
+    # The label the index holds the file under, else the one it gets ingested by itself, or with its folder.
+    prefixes = tuple(f"{label}#" for label in dict.fromkeys([*([recorded] if recorded else []), *labels]))
 
     def own_id(paper_id: str) -> str:
         return next((paper_id[len(p) :] for p in prefixes if paper_id.startswith(p)), paper_id)

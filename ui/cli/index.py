@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from rag.errors import ConfigError
 from rag.text import counted, say
 from ui.cli.output import show, show_json
 from ui.shared.commands import components_from_args
@@ -13,7 +14,13 @@ MAX_LISTED = 10  # paper ids named in a report line, at most
 
 
 def cmd_ingest(args) -> int:
-    run = components_from_args(args).ingest_files(args.paths, rebuild=args.rebuild)  # --json: no progress bar
+    if args.force and not args.rebuild:
+        raise ConfigError("--force goes with --rebuild (rebuild even if papers are dropped): run "
+                          "`paperchat ingest --rebuild --force [PATH...]`; a plain ingest drops no other file's papers")
+    components = components_from_args(args)  # --json: no progress bar
+    run = components.ingest_files(args.paths, rebuild=args.rebuild, force=args.force)
+    for dropped in run.dropped:
+        say(f"dropped by --rebuild --force: {dropped}")
     if args.json:
         show_json(json.dumps(ingest_summary(run)))
         return EXIT_REJECTED if run.rejected else 0
@@ -68,4 +75,8 @@ def cmd_stats(args) -> int:
     else:
         for key, value in stats.items():
             show(f"{key}: {value}")
+        resume = components.unfinished_ingest()
+        if resume:
+            show(f"last_ingest: did not finish (the index holds part of what it was given); run `{resume}` to "
+                 "complete it")
     return 0

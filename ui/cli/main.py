@@ -54,7 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("ingest", help="index abstracts (default: the bundled ICML 2026 corpus)")
     p.add_argument("paths", nargs="*", help="files or folders: .txt (one abstract per paragraph), .jsonl, .json, .csv")
-    p.add_argument("--rebuild", action="store_true", help="drop the index and build it again")
+    p.add_argument("--rebuild", action="store_true",
+                   help="drop the index and build it again from the paths, or with none from every file it holds "
+                        "papers of (refused, naming them, if papers would be lost)")
+    p.add_argument("--force", action="store_true",
+                   help="with --rebuild: rebuild even if papers are dropped (their files are gone or not given)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON summary (papers, chunks, seconds, papers/s) and no progress bar")
     p.set_defaults(func=cmd_ingest)
