@@ -282,10 +282,15 @@ class AnswerPipeline:
             if (not relevant and plan.closest < self.config.list_sentence_relevance
                     and plan.covered < self.config.words_relevance and not plan.named):
                 unused = tuple(self.extractive.unused_words(self.extractive.list_topic(question)))
-                if unused:
+                # Under filters, the corpus's words say nothing of the papers that pass: "Which papers are about
+                # federated learning?" with title~graph got a graph paper's sentences.
+                if unused or filters:
                     plan = None
         if plan is None or plan.kind == "not_covered":
-            lead = " ".join([self._no_abstract_uses(unused) or NOT_COVERED, did_you_mean(question, hits, papers)])
+            passing = (f" No paper that passes the filter ({'; '.join(str(f) for f in filters)}) is close to it."
+                       if filters and not unused else "")
+            lead = " ".join([self._no_abstract_uses(unused) or NOT_COVERED + passing,
+                             did_you_mean(question, hits, papers)])
             answer.answer = self._not_covered(hits, lead=lead.strip())
             answer.refused = True
             yield TextEvent(content=answer.answer)

@@ -44,6 +44,15 @@ def test_a_pipeline_given_the_filtered_retriever_answers_from_the_passing_papers
     assert {h.source for h in part.sources} == {SOURCE_002}
 
 
+def test_a_list_no_passing_paper_is_close_to_is_refused_saying_the_filter(fake_retriever):
+    # Before, title~SPARe and "which papers work on federated learning?" got SPARe's sentences as the answer: the
+    # topic's words are the corpus's, so the refusal for words no abstract uses never came.
+    answer = AnswerPipeline(narrowed(fake_retriever, "title~SPARe"), fake_retriever.embedder, None).answer(
+        "which papers work on federated learning?")
+    assert answer.refused and not answer.citations
+    assert "No paper that passes the filter (title~SPARe) is close to it." in answer.answer
+
+
 @pytest.mark.parametrize("question", ["How many papers are there?", "list all papers", "What are the main topics?"])
 def test_the_collection_asked_for_under_filters_is_the_papers_that_pass(fake_retriever, question):
     # Before, "how many papers are there?" under title~fed was a list of the papers "about this": one of three.
