@@ -29,7 +29,7 @@ from rag.answers.membership import as_list_question, framing_typos_fixed
 from rag.answers.metadata import metadata_answer
 from rag.answers.numbering import StreamNumbers, consecutive, renumber_text
 from rag.answers.prompts import NOT_COVERED, build_prompt, says_not_covered, small_model_messages
-from rag.answers.small_talk import fixed_reply, small_talk_answer
+from rag.answers.small_talk import fixed_reply, small_talk_answer, without_chat_framing
 from rag.answers.spelling import typos_fixed
 from rag.answers.topic_questions import filtered_collection_answer, related_answer, topics_answer
 from rag.corpus.titles import looks_coined
@@ -236,7 +236,7 @@ class AnswerPipeline:
         asked = question
         # "federated lerning", "summarize Caracl": searched and checked as the corpus spells them.
         vocabulary = getattr(self.retriever, "vocabulary", None)
-        question = typos_fixed(question, vocabulary() if vocabulary else None)
+        question = without_chat_framing(typos_fixed(question, vocabulary() if vocabulary else None))
         if is_multi_paper_question(spelt := framing_typos_fixed(question)) and not is_multi_paper_question(question):
             question = spelt  # "whcih paprs are abut X?" asks for every paper on X
         if not history and (listed := as_list_question(question)):

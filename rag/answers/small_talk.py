@@ -60,6 +60,24 @@ NOT_ENGLISH = ("paperchat reads English abstracts with an English model, so a qu
                "papers by chance. Please ask in English, e.g. \"Which papers are about federated learning?\"")
 
 
+# "tell me about X", "can you tell me more about X?", "what do you know about X": X is what is asked. The framing
+# pulled the question's meaning away from X ("tell me about the paper on warm-up" was refused, "the paper on
+# warm-up" answered).
+_CHAT_FRAMING = re.compile(
+    r"^\s*(?:(?:hi|hello|hey|ok(?:ay)?|so)\s*[,!.]?\s+)?(?:please\s+)?(?:(?:can|could|would)\s+you\s+(?:please\s+)?)?"
+    r"(?:tell\s+me\s+(?:(?:a\s+(?:bit|little)\s+)?more\s+)?about|"
+    r"(?:give|show)\s+me\s+(?:an?\s+)?(?:overview|summary|rundown)\s+of|"
+    r"what\s+do\s+you\s+know\s+about|i(?:'d|\s+would)\s+like\s+to\s+(?:know|learn|hear)\s+(?:more\s+)?about|"
+    r"i\s+want\s+to\s+(?:know|learn)\s+(?:more\s+)?about)\s+(?=\S)", re.IGNORECASE)
+
+
+def without_chat_framing(question: str) -> str:
+    """``question`` without a chatty lead that only asks to be told ("tell me about the paper on warm-up" -> "the
+    paper on warm-up"); as it is when nothing would be left."""
+    rest = _CHAT_FRAMING.sub("", question, count=1)
+    return rest if rest.strip(" ?.!") else question
+
+
 def not_english(question: str) -> bool:
     """Is the question written in another language than English (another script, or only other languages'
     function words)?"""

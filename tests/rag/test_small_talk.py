@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rag.answers.pipeline import AnswerPipeline
-from rag.answers.small_talk import small_talk_answer
+from rag.answers.small_talk import small_talk_answer, without_chat_framing
 from tests.conftest import FakeRetriever
 from ui.shared.text import AnswerNotes
 
@@ -56,3 +56,16 @@ def test_a_question_in_another_language_is_told_to_ask_in_english_not_searched(b
                                       "Is there a paper on Kalman filters für GNNs?", "FedSSM"])
 def test_english_with_foreign_names_or_accents_is_searched(question):
     assert small_talk_answer(question, None) is None
+
+
+@pytest.mark.parametrize("question, asked", [
+    ("tell me about the paper on warm-up", "the paper on warm-up"),
+    ("Can you tell me more about FedSSM?", "FedSSM?"),
+    ("hi, could you please give me an overview of diffusion models", "diffusion models"),
+    ("What do you know about watermarking?", "watermarking?"),
+    ("I'd like to know more about CalM", "CalM"),
+    ("tell me about", "tell me about"),  # nothing left: as typed
+    ("What does FedSSM tell us about clients?", "What does FedSSM tell us about clients?"),
+])
+def test_a_chatty_lead_that_only_asks_to_be_told_is_left_out(question, asked):
+    assert without_chat_framing(question) == asked
