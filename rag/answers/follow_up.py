@@ -162,9 +162,12 @@ def _pinned(question: str, turns: list[dict], papers: Callable[[int], list[Hit]]
         if turn_match and turn_match.start() <= match.start() < turn_match.end():
             continue  # "your first answer" names a turn, not a paper
         word, number, bracket, side = match.groups()
-        # The most recent answer long enough for the reference, unless the question names the answer.
+        # The most recent list long enough for the reference, unless the question names the answer: after "what
+        # did the second one evaluate on?" (answered about one paper), "and the first one?" means the list's first.
+        # An answer about one paper is a list of one only when no list came before it.
         candidates = [chosen] if chosen is not None else list(range(len(turns) - 1, -1, -1))
-        for index in candidates:
+        lists_first = [i for i in candidates if len(papers(i)) > 1] + [i for i in candidates if len(papers(i)) <= 1]
+        for index in lists_first:
             listed = papers(index)
             position = _position(word, number or bracket, side, len(listed))
             if position is not None and 1 <= position <= len(listed) and (side is None or len(listed) > 1):

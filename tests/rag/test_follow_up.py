@@ -151,3 +151,17 @@ def test_pointing_back_in_a_new_conversation_says_there_is_nothing_before(fake_r
     # After an answer, the same message is a follow-up.
     history = turn(LIST_ANSWER, papers=ids(fake_retriever, "FedSSM", "Fed-Kalter", "FedVPA-GP"))
     assert not AnswerPipeline(fake_retriever, fake_retriever.embedder, None).answer(question, history).about_paperchat
+
+
+def test_a_place_in_a_list_means_the_last_list_not_a_later_answer_about_one_paper(fake_retriever):
+    # After "what did the second one evaluate on?" (answered about Fed-Kalter alone), "and the first one?" is the
+    # list's first paper, not the one-paper answer's.
+    history = (turn(LIST_ANSWER, papers=ids(fake_retriever, "FedSSM", "Fed-Kalter", "FedVPA-GP"))
+               + turn("Fed-Kalter evaluates on graph benchmarks [1].", "what did the second one evaluate on?",
+                      papers=ids(fake_retriever, "Fed-Kalter")))
+    assert resolve_follow_up("and the first one?", history, fake_retriever, None).pinned == ids(
+        fake_retriever, "FedSSM")
+    # With no list before it, an answer about one paper is the first one.
+    alone = turn("Fed-Kalter evaluates on graph benchmarks [1].", papers=ids(fake_retriever, "Fed-Kalter"))
+    assert resolve_follow_up("and the first one?", alone, fake_retriever, None).pinned == ids(fake_retriever,
+                                                                                              "Fed-Kalter")
