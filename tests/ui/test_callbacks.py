@@ -245,12 +245,16 @@ def test_reasoning_is_shown_apart_and_collapsed(make_components, llm_server):
     assert callbacks.select_message(session, 1) == session.panels[2]  # clicking the thought: its answer
 
 
-def test_stop_keeps_the_partial_answer_and_silences_the_stream(make_components, llm_server):
+def slow_answer(make_components, llm_server):
+    """Components whose endpoint writes a long answer in small pieces, and a new session."""
     llm_server.reply = "FedSSM selects clients with state space models " * 10 + "[1]."
     llm_server.chunk_size = 4
     llm_server.delay = 0.01
-    components = make_components(llm_base_url=llm_server.base_url)
-    session = ChatSession()
+    return make_components(llm_base_url=llm_server.base_url), ChatSession()
+
+
+def test_stop_keeps_the_partial_answer_and_silences_the_stream(make_components, llm_server):
+    components, session = slow_answer(make_components, llm_server)
     stream = callbacks.respond(components, QUESTION, session, components.session_defaults())
     for current in stream:
         assert current.answering  # the Stop button is shown while the answer is written
@@ -510,11 +514,7 @@ def test_markers_link_to_their_source_card():
 
 def test_a_question_asked_while_an_answer_is_written_waits_in_the_box(make_components, llm_server):
     """Enter pressed while an answer streams started a second answer over the first's turn and lost both."""
-    llm_server.reply = "FedSSM selects clients with state space models " * 10 + "[1]."
-    llm_server.chunk_size = 4
-    llm_server.delay = 0.01
-    components = make_components(llm_base_url=llm_server.base_url)
-    session = ChatSession()
+    components, session = slow_answer(make_components, llm_server)
     first = callbacks.respond(components, QUESTION, session, components.session_defaults())
     next(first)
     assert session.answering
