@@ -56,7 +56,10 @@ _ASKS_WHAT_IT_DOES = (
     "perform performs performed performance well "  # "How well does MA-RAG perform?"
     # ... or ask for it in brief: "summarize CogRouter in one sentence", "explain MA-RAG", "ELI5 ConPress".
     "summarize summarise summary tldr tl dr eli5 explain overview gist nutshell brief briefly short shortly "
-    "simple simply plain sentence sentences words one two three"
+    "simple simply plain sentence sentences words one two three "
+    # ... or what kind of thing the answer names ("which metrics does CaliDist improve over the baselines?"):
+    # the abstract names them ("ECE"), it need not say "metrics".
+    "metric metrics dataset datasets benchmark benchmarks baseline baselines over number numbers"
 )
 # What "how much better is X than ...?" compares with, in the question's words rather than the abstract's.
 _COMPARED_WITH = ("than better worse baseline baselines other others prior previous existing competing competitors "

@@ -498,3 +498,12 @@ def test_a_name_an_abstract_sets_itself_apart_from_is_no_name_it_uses(retriever)
     assert answerer(retriever).plan("Which papers use Mamba?", hits).kind == "not_covered"
     mentioned = answerer(retriever).plan("Which papers mention Mamba?", hits)
     assert mentioned.kind == "answer" and [p.index for p in mentioned.papers] == [0]
+
+
+@pytest.mark.parametrize("question", ["Which datasets did Sockets use?",
+                                      "which metrics does Sockets improve over the baselines?"])
+def test_the_kind_of_thing_asked_for_need_not_be_said_by_that_word(retriever, question):
+    # "it never mentions datasets" / "metrics or over": the abstract names them (CampusNet, latency) instead.
+    abstract = COUNTING + " We evaluate Sockets in campus environments, including CampusNet and MAWI, cutting latency."
+    plan = answerer(retriever).plan(question, [_sockets(abstract)])
+    assert plan.kind == "answer", plan.missing
