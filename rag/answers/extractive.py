@@ -84,16 +84,21 @@ _ASKS_FOR_ANY = re.compile(
 _COUNT_PAPERS = re.compile(r"\bhow many (?:[\w-]+ ){0,2}?(?:papers|works|abstracts|studies|articles|submissions)\b",
                            re.IGNORECASE)
 # A question that asks for a figure: "how many ...", "by how much", "what accuracy ...".
+_METRIC = (r"accuracy|auroc|auc|score|f1|bleu|rouge|speed-?ups?|throughput|latency|ece|fid|dice|psnr|pesq|ssim|"
+           r"lpips|r\^?2|r²|r-squared|correlation|mse|mae|rmse|ndcg|mrr|pass@\w+|wer|nll|error rate|percentage|"
+           r"fraction|bitrate|perplexity|win rate|success rate")
 _ASKS_FIGURE = re.compile(
     r"\bhow (?:many|much|long|large|big|fast|often)\b|\bby how\b|\bnumber of\b|"
-    r"\bwhat(?:'s)? (?:[\w-]+ ){0,3}?(?P<noun>accuracy|auroc|auc|score|f1|bleu|rouge|speed-?ups?|throughput|"
-    r"latency|ece|fid|dice|psnr|pesq|ssim|lpips|r\^?2|r²|r-squared|correlation|mse|mae|rmse|ndcg|mrr|pass@\w+|wer|"
-    r"nll|error rate|percentage|"
-    r"fraction|bitrate|perplexity|win rate|success rate|learning rate|batch size|hyperparameters?|values?|"
+    rf"\bwhat(?:'s)? (?:[\w-]+ ){{0,3}}?(?P<noun>{_METRIC}|learning rate|batch size|hyperparameters?|values?|"
     r"thresholds?|parameter counts?|context lengths?|sequence lengths?|model sizes?|training costs?|training time|"
     r"compute budget)\b",
     re.IGNORECASE,
 )
+# Typed as a search ("GPUA zero-shot ImageNet top-1 accuracy?"): a question that only names a metric asks its figure.
+_TERSE_FIGURE = re.compile(rf"\b(?P<noun>{_METRIC})\W*$", re.IGNORECASE)
+_ASKS_ANYTHING_ELSE = re.compile(
+    r"\b(?:what|which|who|whom|why|when|where|how|is|are|was|were|does|do|did|can|could|should|would|will|has|have|"
+    r"list|show|tell|explain|summari[sz]e|compare|papers?)\b", re.IGNORECASE)
 # "How much better is it than the baselines?": a figure beside a word of improvement answers ("2.5--4.5% accuracy
 # improvements over state-of-the-art methods"), whichever words the question compares with.
 _ASKS_IMPROVEMENT = re.compile(
@@ -620,6 +625,8 @@ def _figure_asked(question: str) -> list[re.Match[str]]:
             if match and len(clause[: match.start()].split()) <= 6:
                 found.append(match)
                 break
+    if not found and not _ASKS_ANYTHING_ELSE.search(question) and (terse := _TERSE_FIGURE.search(question)):
+        found.append(terse)
     return found
 
 

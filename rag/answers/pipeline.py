@@ -19,6 +19,7 @@ from rag.answers.citations import ClaimCheck, citations_from_checks, clean_marke
 from rag.answers.extractive import (
     AnswerPlan,
     ExtractiveAnswerer,
+    asks_for_figure,
     is_multi_paper_question,
     mentions,
     names_paper,
@@ -239,7 +240,8 @@ class AnswerPipeline:
         question = without_chat_framing(typos_fixed(question, vocabulary() if vocabulary else None))
         if is_multi_paper_question(spelt := framing_typos_fixed(question)) and not is_multi_paper_question(question):
             question = spelt  # "whcih paprs are abut X?" asks for every paper on X
-        if not history and (listed := as_list_question(question)):
+        # ... unless it names a metric ("GPUA zero-shot ImageNet top-1 accuracy?"): that asks for a figure.
+        if not history and not asks_for_figure(question) and (listed := as_list_question(question)):
             question = listed  # "federated learning" typed alone: the papers about it, as a search box would give
         follow = self.follow_up(question, history)
         # "Which papers ..." lists every paper likely enough to be about its topic: look deeper than the top k.

@@ -507,3 +507,13 @@ def test_the_kind_of_thing_asked_for_need_not_be_said_by_that_word(retriever, qu
     abstract = COUNTING + " We evaluate Sockets in campus environments, including CampusNet and MAWI, cutting latency."
     plan = answerer(retriever).plan(question, [_sockets(abstract)])
     assert plan.kind == "answer", plan.missing
+
+
+@pytest.mark.parametrize("question, evaluation, missing", [
+    ("Sockets zero-shot accuracy?", "", "gives no figure for the accuracy"),
+    ("Sockets zero-shot accuracy?", " Sockets reaches 91% zero-shot accuracy.", ""),
+])
+def test_a_metric_typed_as_a_search_asks_for_its_figure(retriever, question, evaluation, missing):
+    plan = answerer(retriever).plan(question, [_sockets(COUNTING + " Sockets is judged by zero-shot accuracy."
+                                                        + evaluation)])
+    assert (plan.kind == "answer", plan.missing) == (not missing, missing)

@@ -342,3 +342,10 @@ def test_a_near_miss_of_a_papers_name_is_declined_with_the_name_it_nearly_is(bun
     answer = AnswerPipeline(retriever, retriever.embedder, None).answer(question)
     assert answer.refused and answer.answer.startswith(NOT_COVERED)
     assert f"did you mean {suggested}?" in answer.answer
+
+
+def test_a_metric_typed_alone_asks_for_its_figure_not_for_a_list(fake_retriever):
+    # "FedSSM ImageNet top-1 accuracy?" typed as a search was taken for a topic ("Which papers are about ...?") and
+    # answered with FedSSM's sentences; its abstract never mentions ImageNet.
+    answer = make_pipeline(fake_retriever).answer("FedSSM ImageNet top-1 accuracy?")
+    assert answer.refused and answer.not_stated and "ImageNet" in answer.answer
