@@ -113,3 +113,24 @@ def test_the_chat_s_filter_box_narrows_the_papers_and_says_what_is_wrong(page):
     page.locator("#pc-ask").click()
     expect(page.locator("#pc-notice")).to_contain_text("Unknown filter field 'yeer'", timeout=60_000)
     expect(page.locator("#pc-question textarea")).to_have_value("Which papers are about anomaly detection?")
+
+
+def test_a_narrow_window_stacks_the_map_over_the_card_and_the_page_loads_at_its_top(app, page):
+    """At 400x800 the map was a 124 px column beside a 148 px card, and the page loaded scrolled ~600 px down (the
+    question box's autofocus scrolled to it, past the title, the intro and the tabs)."""
+    from playwright.sync_api import expect
+
+    narrow = page.context.browser.new_page(viewport={"width": 400, "height": 800})
+    try:
+        narrow.goto(app)
+        expect(narrow.locator("#pc-question textarea")).to_be_focused(timeout=60_000)  # ready to type in, as before
+        narrow.wait_for_timeout(500)
+        assert narrow.evaluate("window.scrollY") == 0
+        narrow.get_by_role("tab", name="Papers").click()
+        expect(narrow.locator("#pc-map canvas")).to_have_attribute("data-points", "76", timeout=120_000)
+        row = narrow.locator(".pc-map-row").bounding_box()
+        map_box, card = narrow.locator("#pc-map").bounding_box(), narrow.locator("#pc-map-card").bounding_box()
+        assert map_box["width"] >= row["width"] - 2 and card["width"] >= row["width"] - 2  # each the full width
+        assert card["y"] >= map_box["y"] + map_box["height"] - 1  # the card under the map
+    finally:
+        narrow.close()

@@ -49,6 +49,19 @@ document.addEventListener("click", (event) => {
   show();
   setTimeout(show, 500);
 }, true);
+// The question box takes the focus once it is there, without scrolling to it: Gradio's autofocus scrolled the page
+// past the title, the intro and the tabs on load (to the box under the 560 px chat: scrollY ~600 at 400x800).
+(() => {
+  const started = Date.now();
+  const focusQuestion = () => {
+    const box = document.querySelector("#pc-question textarea");
+    if (!box) { if (Date.now() - started < 30000) setTimeout(focusQuestion, 100); return; }
+    const active = document.activeElement;
+    if (!active || active === document.body) box.focus({ preventScroll: true });
+  };
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", focusQuestion);
+  else focusQuestion();
+})();
 </script>"""
 
 
@@ -128,7 +141,7 @@ def _chat_tab(examples: list[str]) -> dict:
             with gr.Row(equal_height=True):
                 question = gr.Textbox(
                     placeholder="Ask about the papers…",
-                    show_label=False, container=False, scale=1, lines=1, max_lines=6, autofocus=True,
+                    show_label=False, container=False, scale=1, lines=1, max_lines=6,
                     elem_id="pc-question",
                 )
                 ask = gr.Button("Ask", variant="primary", scale=0, min_width=96, elem_id="pc-ask")
@@ -160,7 +173,10 @@ def _papers_tab(points: papers_map.MapPoints) -> dict:
     map_details.__name__ = map_canvas.DETAILS_FUNCTION
 
     with gr.Tab("Papers", id="papers"):
-        with gr.Row(equal_height=False):
+        # The map and the card are each at least papers_map.NARROW_PX wide (its CSS; gr.HTML's own min_width does
+        # not reach the page): on a narrow screen the card wraps under a full-width map (at 400 px the map was a
+        # 124 px column beside a 148 px card).
+        with gr.Row(equal_height=False, elem_classes="pc-map-row"):
             paper_map = gr.HTML("", html_template=map_canvas.MAP_TEMPLATE, js_on_load=map_canvas.MAP_SCRIPT,
                                 scale=3, elem_id=map_canvas.MAP_ELEMENT_ID, container=True, padding=True,
                                 server_functions=[map_details])

@@ -35,10 +35,13 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(])")
 _WEB_LINK = re.compile(r"^https?://", re.IGNORECASE)
 CARD_PLACEHOLDER = '<div class="pc-empty">Click a point of the map to open that paper here.</div>'
 
-CSS = """
-.pc-topic { background: var(--color-accent-soft); color: var(--body-text-color); }
-.pc-related { font-size: 0.82rem; color: var(--body-text-color-subdued); margin-top: 0.25rem; }
-.pc-related ul { margin: 0.2rem 0 0 1rem; padding: 0; }
+NARROW_PX = 320  # the map and the card side by side only when each gets this much width, else the card wraps under
+
+CSS = f"""
+.pc-map-row > * {{ min-width: min({NARROW_PX}px, 100%) !important; }}
+.pc-topic {{ background: var(--color-accent-soft); color: var(--body-text-color); }}
+.pc-related {{ font-size: 0.82rem; color: var(--body-text-color-subdued); margin-top: 0.25rem; }}
+.pc-related ul {{ margin: 0.2rem 0 0 1rem; padding: 0; }}
 """
 
 
