@@ -90,6 +90,7 @@ class _Widgets:
     base_url: gr.Textbox
     model: gr.Dropdown
     refresh: gr.Button
+    endpoint_note: gr.Markdown
     api_key: gr.Textbox
     extractive: gr.Checkbox
     settings_inputs: list
@@ -208,7 +209,8 @@ def _settings_tab(defaults: SessionSettings) -> dict:
                 label="Model", choices=[defaults.model] if defaults.model else [],
                 value=defaults.model or None, allow_custom_value=True, scale=2,
             )
-            refresh = gr.Button("↻ Refresh models", scale=1, min_width=120)
+            refresh = gr.Button("↻ Refresh models", scale=1, min_width=120, elem_id="pc-refresh")
+        endpoint_note = gr.Markdown("", elem_id="pc-endpoint-note")  # what Refresh found, beside the button
         with gr.Row():
             api_key = gr.Textbox(
                 label="API key", type="password", value="", scale=2,
@@ -221,6 +223,7 @@ def _settings_tab(defaults: SessionSettings) -> dict:
                 value=defaults.extractive, label="Extractive mode (no LLM: quoted sentences)"
             )
     return {"base_url": base_url, "model": model, "refresh": refresh, "api_key": api_key, "extractive": extractive,
+            "endpoint_note": endpoint_note,
             "settings_inputs": [base_url, model, api_key, top_k, temperature, extractive]}
 
 
@@ -292,13 +295,13 @@ def _wire_chat(components: Components, ui: _Widgets) -> None:
 
 def _wire_settings(components: Components, ui: _Widgets) -> None:
     def do_refresh(*raw):
-        choices, chosen, line = callbacks.refresh_models(components, callbacks.session_settings(*raw))
-        return gr.Dropdown(choices=choices, value=chosen or None), line
+        choices, chosen, line, note = callbacks.refresh_settings(components, callbacks.session_settings(*raw))
+        return gr.Dropdown(choices=choices, value=chosen or None), line, note
 
     def do_status(*raw):
         return callbacks.status(components, callbacks.session_settings(*raw))
 
-    inputs, refreshed = ui.settings_inputs, [ui.model, ui.status_line]
+    inputs, refreshed = ui.settings_inputs, [ui.model, ui.status_line, ui.endpoint_note]
     ui.refresh.click(do_refresh, inputs, refreshed, **PRIVATE)
     ui.base_url.submit(do_refresh, inputs, refreshed, **PRIVATE)
     ui.base_url.blur(do_refresh, inputs, refreshed, **PRIVATE)
