@@ -102,7 +102,7 @@ def build_app(components: Components) -> gr.Blocks:
     intro = intro_for(components.papers(), components.settings.collection)  # the served corpus's own text
     with gr.Blocks(title="paperchat", analytics_enabled=False) as demo:
         gr.Markdown(intro.markdown)
-        status_line = gr.Markdown("**Index:** …", elem_classes="pc-status", elem_id="pc-status")
+        status_line = gr.Markdown("**Papers:** …", elem_classes="pc-status", elem_id="pc-status")
         points = papers_map.MapPoints(components)  # the map, made once per index generation, for every session
         with gr.Tabs():
             chat = _chat_tab(intro.examples)

@@ -361,8 +361,8 @@ def status(components: Components, settings: SessionSettings,
            probe: tuple[list[str] | None, str] | None = None) -> str:
     """One status line (Markdown, escaped): index size, who answers, whether the endpoint answers."""
     try:
-        papers, chunks = components.store.counts()
-        index = f"**Index:** {papers} papers, {chunks} chunks"
+        papers, _chunks = components.store.counts()  # chunks are how the index stores them: no reader's business
+        index = f"**{papers} paper{'s' if papers != 1 else ''}** indexed"
     except PaperchatError as error:
         index = f"**Index:** unavailable ({error})"
     models, endpoint = probe if probe is not None else _probe(components, settings)
