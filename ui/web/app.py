@@ -21,7 +21,7 @@ from rag.exports.filters import FIELDS
 from rag.text import say
 from ui.web import callbacks, map_canvas, papers_map, render
 from ui.web.callbacks import ChatSession
-from ui.web.intro import intro_for
+from ui.web.intro import filter_placeholder, intro_for
 from ui.web.takeaway import LastAnswer, markdown_file, recording
 
 DEFAULT_HOST = "127.0.0.1"
@@ -99,13 +99,14 @@ class _Widgets:
 def build_app(components: Components) -> gr.Blocks:
     """The web UI over ``components``: chat, papers and settings tabs, and the ``/chat`` API endpoint."""
     defaults = components.session_defaults()
-    intro = intro_for(components.papers(), components.settings.collection)  # the served corpus's own text
+    papers = components.papers()
+    intro = intro_for(papers, components.settings.collection)  # the served corpus's own text
     with gr.Blocks(title="paperchat", analytics_enabled=False) as demo:
         gr.Markdown(intro.markdown)
         status_line = gr.Markdown("**Papers:** …", elem_classes="pc-status", elem_id="pc-status")
         points = papers_map.MapPoints(components)  # the map, made once per index generation, for every session
         with gr.Tabs():
-            chat = _chat_tab(intro.examples)
+            chat = _chat_tab(intro.examples, filter_placeholder(papers))
             papers_tab = _papers_tab(points)
             panel = _settings_tab(defaults)
         ui = _Widgets(demo=demo, session=gr.State(ChatSession()), last_answer=gr.State(LastAnswer()),
@@ -118,7 +119,7 @@ def build_app(components: Components) -> gr.Blocks:
     return demo
 
 
-def _chat_tab(examples: list[str]) -> dict:
+def _chat_tab(examples: list[str], where_examples: str) -> dict:
     with gr.Tab("Chat", id="chat"), gr.Row(equal_height=False):
         with gr.Column(scale=3):
             chatbot = gr.Chatbot(
@@ -148,7 +149,7 @@ def _chat_tab(examples: list[str]) -> dict:
                 ask = gr.Button("Ask", variant="primary", scale=0, min_width=96, elem_id="pc-ask")
             where = gr.Textbox(
                 label="Only papers where", lines=1, max_lines=1, elem_id="pc-where",
-                placeholder="blank: every paper; e.g. year>=2024; author~Bengio; source=FILE; title~graph",
+                placeholder=where_examples,  # examples that match this collection's papers
                 info=f"FIELD OP VALUE, ';' between filters; fields: {', '.join(FIELDS)}; ~ means contains",
             )
             notice = gr.Markdown("", elem_id="pc-notice")  # why a question was not taken
