@@ -134,3 +134,27 @@ def test_a_narrow_window_stacks_the_map_over_the_card_and_the_page_loads_at_its_
         assert card["y"] >= map_box["y"] + map_box["height"] - 1  # the card under the map
     finally:
         narrow.close()
+
+
+def test_the_legend_and_the_topic_filter_drive_each_other(page):
+    """The legend promised "show this topic's papers" but only dimmed the map; the dropdown left the map as it was."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Papers").click()
+    expect(page.locator("#pc-map canvas")).to_have_attribute("data-points", "76", timeout=120_000)
+    legend = page.locator("#pc-map .pc-map-legend [role=button]")
+    head = page.locator("#pc-papers .pc-head")
+    second = legend.nth(1)
+    size = int(second.inner_text().rsplit("(", 1)[1].rstrip(")"))
+    second.click()
+    expect(head).to_contain_text(f"{size} of 76 papers", timeout=30_000)  # the list shows that topic's papers
+    expect(page.locator("#pc-topic-filter input")).to_have_value(f"{second.inner_text()}")  # the filter says so
+    second.click()  # again: every topic
+    expect(head).to_contain_text("76 papers", timeout=30_000)
+    expect(head).not_to_contain_text("of 76")
+    expect(page.locator("#pc-topic-filter input")).to_have_value("All topics")
+    # The dropdown's choice is highlighted on the map: the other topics' legend entries are dimmed.
+    page.locator("#pc-topic-filter input").click()
+    page.get_by_role("option", name=legend.nth(2).inner_text()).click()
+    expect(legend.nth(2)).not_to_have_class("pc-dim")
+    expect(legend.nth(0)).to_have_class("pc-dim", timeout=30_000)

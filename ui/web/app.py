@@ -323,12 +323,16 @@ def _wire_papers(components: Components, ui: _Widgets, points: papers_map.MapPoi
             return '{"x":[],"y":[],"topics":[]}', gr.Dropdown(choices=[("All topics", papers_map.ALL_TOPICS)])
 
     def do_select(evt: gr.SelectData):
-        return papers_map.select_on_map(components, evt.value)
+        # A legend entry chooses the topic filter (the list follows); a point opens that paper's card.
+        if (topic := papers_map.legend_topic(evt.value)) is not None:
+            return gr.skip(), topic
+        return papers_map.select_on_map(components, evt.value), gr.skip()
 
     listing = [ui.paper_filter, ui.topic_filter]
     ui.paper_filter.change(do_papers, listing, [ui.papers], trigger_mode="always_last", **PRIVATE)
     ui.topic_filter.change(do_papers, listing, [ui.papers], **PRIVATE)
-    ui.paper_map.select(do_select, None, [ui.card], **PRIVATE)
+    ui.topic_filter.change(None, [ui.topic_filter], None, js=map_canvas.SHOW_TOPIC_JS, **PRIVATE)  # on the map too
+    ui.paper_map.select(do_select, None, [ui.card, ui.topic_filter], **PRIVATE)
     # The map and the list load apart: the map need not wait for the list's related papers.
     ui.demo.load(do_map, None, [ui.paper_map, ui.topic_filter], **PRIVATE)
     ui.demo.load(do_papers, listing, [ui.papers], **PRIVATE)
