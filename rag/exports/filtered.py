@@ -11,15 +11,18 @@ questions) sees only the papers that pass.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Sequence
 
 from rag.errors import QueryError
-from rag.exports.filters import PaperFilter, keep, parse_filters
+from rag.exports.filters import FIELDS, PaperFilter, keep, parse_filters
 from rag.types import Hit, Paper
 
 OVERFETCH = 10  # a filtered search reads this many times the papers it keeps (at least MIN_FETCHED)
 MIN_FETCHED = 100
 DEFAULT_K = 5  # papers a search keeps when neither the caller nor the inner retriever says
+# A value holding what reads as another filter after a comma: "title~graph,year=2026" is one title filter.
+_COMMA_FILTER = re.compile(rf",\s*(?:{'|'.join(FIELDS)})\s*(?:!=|<=|>=|=|<|>|~)", re.IGNORECASE)
 
 
 def filters_in(text: str) -> tuple[PaperFilter, ...]:
@@ -46,6 +49,11 @@ def check_some_pass(papers: Sequence[Paper], filters: Sequence[PaperFilter]) -> 
     missing = [recorded[name] for name in fields if name in recorded
                and not any(getattr(p, "authors" if name == "author" else name) for p in papers)]
     why = f" (no paper in the index records {' or '.join(missing)})" if missing else ""
+    comma = next((f for f in filters if _COMMA_FILTER.search(f.value)), None)
+    if comma is not None:  # "title~graph,year=2026": the comma was meant to start a second filter
+        split = "; ".join(part.strip() for part in str(comma).split(","))
+        raise QueryError(f"no paper of the {len(papers)} in the index passes {said}{why}: separate filters with "
+                         f"';', not ',' (e.g. {split})")
     raise QueryError(f"no paper of the {len(papers)} in the index passes {said}{why}: loosen or remove the filter")
 
 

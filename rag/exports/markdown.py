@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import re
 
-from rag.labels import metadata_line, place_label
+from rag.labels import corpus_name, metadata_line
 from rag.plain_text import readable
 from rag.types import Answer
 
 _MARKER = re.compile(r"(?<![\[\\!])\[(\d{1,3})\](?!\()")
 _MARKUP = re.compile(r"([\\`*_\[\]<>#|~])")
 REFERENCE_ANCHOR = "ref-{}"
+_BACKTICKS = re.compile(r"`+")
 
 
 def escape_markdown(text: str) -> str:
@@ -37,25 +38,54 @@ def linked_markers(text: str, markers: set[int]) -> str:
     return _MARKER.sub(link, text)
 
 
+def code_span(text: str) -> str:
+    """``text`` as one inline code span (shown as written, no escapes to read in the raw file)."""
+    text = " ".join(text.split())
+    fence = "`" * (max((len(run) for run in _BACKTICKS.findall(text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def found_in(source: str, ordinal: int, venue: str = "", collection: str = "") -> str:
+    """Where in the corpus a reference is, for a reader of the file: "ICML 2026, paper 8 of `000_….txt`" (the file's
+    whole name: "#8 of file 000", the labels' short form, named nothing a reader of the document could find)."""
+    name = corpus_name(source, venue, collection)
+    place = f"paper {ordinal} of {code_span(source)}"
+    return f"{escape_markdown(name)}, {place}" if name else place
+
+
+def about_line(answer: Answer, citations) -> str:
+    """For an answer whose question was resolved in the conversation ("what did the second one evaluate on?"),
+    the cited papers the question does not name: its heading alone said nothing of what it was about."""
+    if not answer.search_query or " ".join(answer.search_query.split()) == " ".join(answer.question.split()):
+        return ""
+    asked = answer.question.lower()
+    titles = [t for t in dict.fromkeys(c.title for c in citations) if t and t.lower() not in asked]
+    return "*About:* " + "; ".join(f"**{escape_markdown(t)}**" for t in titles) if titles else ""
+
+
 def answer_markdown(answer: Answer, *, collection: str = "") -> str:
     """The answer and its references as one Markdown document."""
     hits = {h.paper_id: h for h in answer.sources}
     citations = sorted(answer.citations, key=lambda c: c.marker)
-    lines = [f"# {escape_markdown(answer.question)}", "", linked_markers(answer.answer.strip(),
-                                                                          {c.marker for c in citations}), ""]
+    lines = [f"# {escape_markdown(answer.question)}", ""]
+    if about := about_line(answer, citations):
+        lines += [about, ""]
+    lines += [linked_markers(answer.answer.strip(), {c.marker for c in citations}), ""]
     if citations:
         lines += ["## References", ""]
     for citation in citations:
         hit = hits.get(citation.paper_id)
         details = metadata_line(hit.authors, hit.year, hit.venue, source=hit.source) if hit else ""
-        place = hit.label if hit else place_label(citation.source, citation.ordinal, collection=collection)
+        place = found_in(citation.source, citation.ordinal, hit.venue if hit else "",
+                         (hit.collection or collection) if hit else collection)
         entry = f'<a id="{REFERENCE_ANCHOR.format(citation.marker)}"></a>\\[{citation.marker}\\] ' \
                 f"**{escape_markdown(citation.title)}**"
         if details:
             entry += f". {escape_markdown(details)}"
-        entry += f". {escape_markdown(place)}"
         if hit is not None and hit.url.startswith(("http://", "https://")):
             entry += f". <{hit.url.replace('>', '%3E').replace(' ', '%20')}>"
+        entry += f". {place}"  # the title and what is known of the paper first, where it sits in the corpus last
         lines.append(entry)
         if citation.evidence:
             lines += ["", f"> {escape_markdown(readable(citation.evidence))}"]

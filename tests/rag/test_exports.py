@@ -195,3 +195,24 @@ def test_bibtex_keeps_the_latex_a_text_holds_and_escapes_bare_special_characters
 def test_bibtex_titles_are_braced_so_styles_keep_their_capitals():
     fields = parse_bibtex(papers_bibtex([Paper("p", r"FedSSM: \emph{State} Space Models", "a", "f.jsonl", 1)]))[0][2]
     assert fields["title"] == r"{FedSSM: \emph{State} Space Models}"
+
+
+def test_a_follow_ups_markdown_names_its_papers_and_references_read_title_first():
+    # "# what did the second one evaluate on?" named no paper, and a reference read "ICML 2026 · \#8 of file 000".
+    bundled = Paper("000_dcbf1b5d2daaeff5.txt#8", "CausalAno", "We evaluate on 28 tabular datasets.",
+                    "000_dcbf1b5d2daaeff5.txt", 8, venue="ICML 2026", year=2026)
+    answer = Answer(question="what did the second one evaluate on?", answer="On 28 tabular datasets [1].",
+                    citations=[Citation(1, bundled.paper_id, "CausalAno", bundled.source, 8)],
+                    sources=[Hit.of_paper(bundled, rank=1, score=1.0, collection="paperchat")],
+                    search_query="what did the second one evaluate on? CausalAno Other title")
+    text = answer_markdown(answer, collection="paperchat")
+    assert text.startswith("# what did the second one evaluate on?\n\n*About:* **CausalAno**\n\n")
+    reference = next(line for line in text.splitlines() if line.startswith('<a id="ref-1">'))
+    assert reference.endswith("\\[1\\] **CausalAno**. ICML 2026, paper 8 of `000_dcbf1b5d2daaeff5.txt`")
+    assert "\\#" not in text and "file 000" not in text
+    html = MarkdownIt("commonmark").render(text)
+    assert "ICML 2026, paper 8 of <code>000_dcbf1b5d2daaeff5.txt</code>" in html
+    # A question asked on its own (searched as written) needs no such line.
+    alone = answer_markdown(Answer(question="What does CausalAno do?", answer="x [1].", citations=answer.citations,
+                                   sources=answer.sources, search_query="What does CausalAno do?"))
+    assert "*About:*" not in alone

@@ -113,3 +113,48 @@ def test_the_chat_s_filter_box_narrows_the_papers_and_says_what_is_wrong(page):
     page.locator("#pc-ask").click()
     expect(page.locator("#pc-notice")).to_contain_text("Unknown filter field 'yeer'", timeout=60_000)
     expect(page.locator("#pc-question textarea")).to_have_value("Which papers are about anomaly detection?")
+
+
+def test_a_narrow_window_stacks_the_map_over_the_card_and_the_page_loads_at_its_top(app, page):
+    """At 400x800 the map was a 124 px column beside a 148 px card, and the page loaded scrolled ~600 px down (the
+    question box's autofocus scrolled to it, past the title, the intro and the tabs)."""
+    from playwright.sync_api import expect
+
+    narrow = page.context.browser.new_page(viewport={"width": 400, "height": 800})
+    try:
+        narrow.goto(app)
+        expect(narrow.locator("#pc-question textarea")).to_be_focused(timeout=60_000)  # ready to type in, as before
+        narrow.wait_for_timeout(500)
+        assert narrow.evaluate("window.scrollY") == 0
+        narrow.get_by_role("tab", name="Papers").click()
+        expect(narrow.locator("#pc-map canvas")).to_have_attribute("data-points", "76", timeout=120_000)
+        row = narrow.locator(".pc-map-row").bounding_box()
+        map_box, card = narrow.locator("#pc-map").bounding_box(), narrow.locator("#pc-map-card").bounding_box()
+        assert map_box["width"] >= row["width"] - 2 and card["width"] >= row["width"] - 2  # each the full width
+        assert card["y"] >= map_box["y"] + map_box["height"] - 1  # the card under the map
+    finally:
+        narrow.close()
+
+
+def test_the_legend_and_the_topic_filter_drive_each_other(page):
+    """The legend promised "show this topic's papers" but only dimmed the map; the dropdown left the map as it was."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Papers").click()
+    expect(page.locator("#pc-map canvas")).to_have_attribute("data-points", "76", timeout=120_000)
+    legend = page.locator("#pc-map .pc-map-legend [role=button]")
+    head = page.locator("#pc-papers .pc-head")
+    second = legend.nth(1)
+    size = int(second.inner_text().rsplit("(", 1)[1].rstrip(")"))
+    second.click()
+    expect(head).to_contain_text(f"{size} of 76 papers", timeout=30_000)  # the list shows that topic's papers
+    expect(page.locator("#pc-topic-filter input")).to_have_value(f"{second.inner_text()}")  # the filter says so
+    second.click()  # again: every topic
+    expect(head).to_contain_text("76 papers", timeout=30_000)
+    expect(head).not_to_contain_text("of 76")
+    expect(page.locator("#pc-topic-filter input")).to_have_value("All topics")
+    # The dropdown's choice is highlighted on the map: the other topics' legend entries are dimmed.
+    page.locator("#pc-topic-filter input").click()
+    page.get_by_role("option", name=legend.nth(2).inner_text()).click()
+    expect(legend.nth(2)).not_to_have_class("pc-dim")
+    expect(legend.nth(0)).to_have_class("pc-dim", timeout=30_000)

@@ -304,7 +304,8 @@ def test_status_and_model_list(make_components, llm_server):
     llm_server.models = ["model-a", "model-b"]
     components = make_components(llm_base_url=llm_server.base_url)
     line = callbacks.status(components, components.session_defaults())
-    assert "6 papers" in line and "chunks" in line and "✓ reachable (2 models)" in line
+    assert line.startswith("**6 papers** indexed · ") and "✓ reachable (2 models)" in line
+    assert "chunk" not in line  # how the index stores the papers is no reader's concern
     assert f"**Answers:** model-a (the endpoint's first model) at {llm_server.base_url}" in line
     assert "Backend" not in line and "@" not in line and "first listed" not in line
     assert "**Answers:** the endpoint's first model at" in callbacks.status(
@@ -534,3 +535,18 @@ def test_an_answer_closed_midway_lets_the_next_question_in(make_components, llm_
     next(stream)
     stream.close()  # the browser went away while the answer was written
     assert not session.answering
+
+
+def test_refresh_says_beside_its_button_whether_the_endpoint_answered(make_components, llm_server):
+    # An unreachable URL was said only in the header line ("not reachable"), out of sight of the Settings tab.
+    llm_server.models = ["model-a", "model-b"]
+    components = make_components(llm_base_url=llm_server.base_url)
+    down = SessionSettings(base_url="http://127.0.0.1:9/v1")
+    choices, chosen, line, note = callbacks.refresh_settings(components, down)
+    assert choices == [] and "✗ not reachable" in line
+    assert note.startswith("✗ `http://127.0.0.1:9/v1` is not reachable") and "Check the URL" in note
+    note = callbacks.refresh_settings(components, SessionSettings(base_url=llm_server.base_url))[3]
+    assert note == f"✓ `{llm_server.base_url}` answered: 2 models (model-a, model-b)."
+    assert "must start with http" in callbacks.refresh_settings(components, SessionSettings(base_url="localhost:1"))[3]
+    offline = make_components(llm="extractive")
+    assert callbacks.refresh_settings(offline, SessionSettings(extractive=True))[3] == ""  # no endpoint was asked

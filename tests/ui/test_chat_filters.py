@@ -38,6 +38,9 @@ def test_the_answer_comes_from_the_papers_that_pass(make_components):
     ("year~20", "Filter 'year~20': the field 'year' takes a year and one of = != < <= > >=, e.g. year>=2024"),
     ("source=nope.txt", "No paper in the index comes from 'nope.txt'; its files: "),
     ("year>=2030", "No paper of the 6 in the index passes year>=2030"),
+    # Commas for semicolons read as one title filter; it said only "No paper passes", with no hint.
+    ("title~rag,year=2026", "No paper of the 6 in the index passes title~rag,year=2026: separate filters with ';', "
+                            "not ',' (e.g. title~rag; year=2026)"),
 ])
 def test_a_bad_filter_is_said_next_to_the_box_and_nothing_is_asked(make_components, where, says):
     components = make_components()

@@ -189,3 +189,11 @@ def test_the_last_finished_answer_downloads_as_markdown(tmp_path):
     assert path.read_text(encoding="utf-8") == answer_markdown(answer)
     assert markdown_file(last, folder=tmp_path) == path  # the same answer, the same file
     assert XSS_TITLE not in path.read_text(encoding="utf-8")
+
+
+def test_a_legend_click_names_a_topic_and_a_point_a_paper():
+    from ui.web.papers_map import ALL_TOPICS, TOPIC_PREFIX, legend_topic
+
+    assert legend_topic(f"{TOPIC_PREFIX}3") == 3 and legend_topic(f"{TOPIC_PREFIX}0") == ALL_TOPICS
+    assert legend_topic("000_dcbf1b5d2daaeff5.txt#1") is None  # a paper's id opens its card
+    assert legend_topic("topic:x") is None and legend_topic(None) is None and legend_topic(3) is None

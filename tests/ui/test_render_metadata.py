@@ -8,7 +8,7 @@ import html
 from rag.types import Answer, Citation, Hit
 from tests.metadata_corpus import COLLECTION, metadata_papers
 from ui.web import render
-from ui.web.intro import intro_for
+from ui.web.intro import filter_placeholder, intro_for
 
 
 def _hits():
@@ -64,3 +64,19 @@ def test_the_header_and_examples_come_from_the_collection(bundled_papers):
     assert any(t in q for q in mine.examples for t in titles) and "Papers from 2024" in mine.examples
     assert any(q.startswith("Who wrote") for q in mine.examples)
     assert not set(mine.examples) & set(render.EXAMPLE_QUESTIONS)
+
+
+def test_the_filter_box_examples_match_papers_of_the_collection(bundled_papers):
+    # "author~Bengio" matched nothing in the bundled corpus, which records no authors.
+    from rag.exports.filtered import filters_in
+    from rag.exports.filters import keep
+
+    for papers, author in ((bundled_papers, False), (metadata_papers(), True)):
+        placeholder = filter_placeholder(papers)
+        assert placeholder.startswith("blank: every paper; e.g. ") and placeholder.endswith("; source=FILE")
+        examples = placeholder.removeprefix("blank: every paper; e.g. ").split("; ")[:-1]
+        assert ("author~" in placeholder) is author and "author~Bengio" not in placeholder
+        assert any(e.startswith("title~") for e in examples)
+        for example in examples:
+            assert keep(papers, filters_in(example)), example  # each one passes some paper
+    assert filter_placeholder(bundled_papers).startswith("blank: every paper; e.g. year>=2026; title~")

@@ -21,7 +21,7 @@ from rag.exports.filters import FIELDS
 from rag.text import say
 from ui.web import callbacks, map_canvas, papers_map, render
 from ui.web.callbacks import ChatSession
-from ui.web.intro import intro_for
+from ui.web.intro import filter_placeholder, intro_for
 from ui.web.takeaway import LastAnswer, markdown_file, recording
 
 DEFAULT_HOST = "127.0.0.1"
@@ -49,6 +49,19 @@ document.addEventListener("click", (event) => {
   show();
   setTimeout(show, 500);
 }, true);
+// The question box takes the focus once it is there, without scrolling to it: Gradio's autofocus scrolled the page
+// past the title, the intro and the tabs on load (to the box under the 560 px chat: scrollY ~600 at 400x800).
+(() => {
+  const started = Date.now();
+  const focusQuestion = () => {
+    const box = document.querySelector("#pc-question textarea");
+    if (!box) { if (Date.now() - started < 30000) setTimeout(focusQuestion, 100); return; }
+    const active = document.activeElement;
+    if (!active || active === document.body) box.focus({ preventScroll: true });
+  };
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", focusQuestion);
+  else focusQuestion();
+})();
 </script>"""
 
 
@@ -77,6 +90,7 @@ class _Widgets:
     base_url: gr.Textbox
     model: gr.Dropdown
     refresh: gr.Button
+    endpoint_note: gr.Markdown
     api_key: gr.Textbox
     extractive: gr.Checkbox
     settings_inputs: list
@@ -85,13 +99,14 @@ class _Widgets:
 def build_app(components: Components) -> gr.Blocks:
     """The web UI over ``components``: chat, papers and settings tabs, and the ``/chat`` API endpoint."""
     defaults = components.session_defaults()
-    intro = intro_for(components.papers(), components.settings.collection)  # the served corpus's own text
+    papers = components.papers()
+    intro = intro_for(papers, components.settings.collection)  # the served corpus's own text
     with gr.Blocks(title="paperchat", analytics_enabled=False) as demo:
         gr.Markdown(intro.markdown)
-        status_line = gr.Markdown("**Index:** …", elem_classes="pc-status", elem_id="pc-status")
+        status_line = gr.Markdown("**Papers:** …", elem_classes="pc-status", elem_id="pc-status")
         points = papers_map.MapPoints(components)  # the map, made once per index generation, for every session
         with gr.Tabs():
-            chat = _chat_tab(intro.examples)
+            chat = _chat_tab(intro.examples, filter_placeholder(papers))
             papers_tab = _papers_tab(points)
             panel = _settings_tab(defaults)
         ui = _Widgets(demo=demo, session=gr.State(ChatSession()), last_answer=gr.State(LastAnswer()),
@@ -104,7 +119,7 @@ def build_app(components: Components) -> gr.Blocks:
     return demo
 
 
-def _chat_tab(examples: list[str]) -> dict:
+def _chat_tab(examples: list[str], where_examples: str) -> dict:
     with gr.Tab("Chat", id="chat"), gr.Row(equal_height=False):
         with gr.Column(scale=3):
             chatbot = gr.Chatbot(
@@ -128,13 +143,13 @@ def _chat_tab(examples: list[str]) -> dict:
             with gr.Row(equal_height=True):
                 question = gr.Textbox(
                     placeholder="Ask about the papers…",
-                    show_label=False, container=False, scale=1, lines=1, max_lines=6, autofocus=True,
+                    show_label=False, container=False, scale=1, lines=1, max_lines=6,
                     elem_id="pc-question",
                 )
                 ask = gr.Button("Ask", variant="primary", scale=0, min_width=96, elem_id="pc-ask")
             where = gr.Textbox(
                 label="Only papers where", lines=1, max_lines=1, elem_id="pc-where",
-                placeholder="blank: every paper; e.g. year>=2024; author~Bengio; source=FILE; title~graph",
+                placeholder=where_examples,  # examples that match this collection's papers
                 info=f"FIELD OP VALUE, ';' between filters; fields: {', '.join(FIELDS)}; ~ means contains",
             )
             notice = gr.Markdown("", elem_id="pc-notice")  # why a question was not taken
@@ -160,7 +175,10 @@ def _papers_tab(points: papers_map.MapPoints) -> dict:
     map_details.__name__ = map_canvas.DETAILS_FUNCTION
 
     with gr.Tab("Papers", id="papers"):
-        with gr.Row(equal_height=False):
+        # The map and the card are each at least papers_map.NARROW_PX wide (its CSS; gr.HTML's own min_width does
+        # not reach the page): on a narrow screen the card wraps under a full-width map (at 400 px the map was a
+        # 124 px column beside a 148 px card).
+        with gr.Row(equal_height=False, elem_classes="pc-map-row"):
             paper_map = gr.HTML("", html_template=map_canvas.MAP_TEMPLATE, js_on_load=map_canvas.MAP_SCRIPT,
                                 scale=3, elem_id=map_canvas.MAP_ELEMENT_ID, container=True, padding=True,
                                 server_functions=[map_details])
@@ -192,7 +210,8 @@ def _settings_tab(defaults: SessionSettings) -> dict:
                 label="Model", choices=[defaults.model] if defaults.model else [],
                 value=defaults.model or None, allow_custom_value=True, scale=2,
             )
-            refresh = gr.Button("↻ Refresh models", scale=1, min_width=120)
+            refresh = gr.Button("↻ Refresh models", scale=1, min_width=120, elem_id="pc-refresh")
+        endpoint_note = gr.Markdown("", elem_id="pc-endpoint-note")  # what Refresh found, beside the button
         with gr.Row():
             api_key = gr.Textbox(
                 label="API key", type="password", value="", scale=2,
@@ -205,6 +224,7 @@ def _settings_tab(defaults: SessionSettings) -> dict:
                 value=defaults.extractive, label="Extractive mode (no LLM: quoted sentences)"
             )
     return {"base_url": base_url, "model": model, "refresh": refresh, "api_key": api_key, "extractive": extractive,
+            "endpoint_note": endpoint_note,
             "settings_inputs": [base_url, model, api_key, top_k, temperature, extractive]}
 
 
@@ -276,13 +296,13 @@ def _wire_chat(components: Components, ui: _Widgets) -> None:
 
 def _wire_settings(components: Components, ui: _Widgets) -> None:
     def do_refresh(*raw):
-        choices, chosen, line = callbacks.refresh_models(components, callbacks.session_settings(*raw))
-        return gr.Dropdown(choices=choices, value=chosen or None), line
+        choices, chosen, line, note = callbacks.refresh_settings(components, callbacks.session_settings(*raw))
+        return gr.Dropdown(choices=choices, value=chosen or None), line, note
 
     def do_status(*raw):
         return callbacks.status(components, callbacks.session_settings(*raw))
 
-    inputs, refreshed = ui.settings_inputs, [ui.model, ui.status_line]
+    inputs, refreshed = ui.settings_inputs, [ui.model, ui.status_line, ui.endpoint_note]
     ui.refresh.click(do_refresh, inputs, refreshed, **PRIVATE)
     ui.base_url.submit(do_refresh, inputs, refreshed, **PRIVATE)
     ui.base_url.blur(do_refresh, inputs, refreshed, **PRIVATE)
@@ -303,12 +323,16 @@ def _wire_papers(components: Components, ui: _Widgets, points: papers_map.MapPoi
             return '{"x":[],"y":[],"topics":[]}', gr.Dropdown(choices=[("All topics", papers_map.ALL_TOPICS)])
 
     def do_select(evt: gr.SelectData):
-        return papers_map.select_on_map(components, evt.value)
+        # A legend entry chooses the topic filter (the list follows); a point opens that paper's card.
+        if (topic := papers_map.legend_topic(evt.value)) is not None:
+            return gr.skip(), topic
+        return papers_map.select_on_map(components, evt.value), gr.skip()
 
     listing = [ui.paper_filter, ui.topic_filter]
     ui.paper_filter.change(do_papers, listing, [ui.papers], trigger_mode="always_last", **PRIVATE)
     ui.topic_filter.change(do_papers, listing, [ui.papers], **PRIVATE)
-    ui.paper_map.select(do_select, None, [ui.card], **PRIVATE)
+    ui.topic_filter.change(None, [ui.topic_filter], None, js=map_canvas.SHOW_TOPIC_JS, **PRIVATE)  # on the map too
+    ui.paper_map.select(do_select, None, [ui.card, ui.topic_filter], **PRIVATE)
     # The map and the list load apart: the map need not wait for the list's related papers.
     ui.demo.load(do_map, None, [ui.paper_map, ui.topic_filter], **PRIVATE)
     ui.demo.load(do_papers, listing, [ui.papers], **PRIVATE)

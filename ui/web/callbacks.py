@@ -361,8 +361,8 @@ def status(components: Components, settings: SessionSettings,
            probe: tuple[list[str] | None, str] | None = None) -> str:
     """One status line (Markdown, escaped): index size, who answers, whether the endpoint answers."""
     try:
-        papers, chunks = components.store.counts()
-        index = f"**Index:** {papers} papers, {chunks} chunks"
+        papers, _chunks = components.store.counts()  # chunks are how the index stores them: no reader's business
+        index = f"**{papers} paper{'s' if papers != 1 else ''}** indexed"
     except PaperchatError as error:
         index = f"**Index:** unavailable ({error})"
     models, endpoint = probe if probe is not None else _probe(components, settings)
@@ -385,11 +385,34 @@ def answer_writer_line(components: Components, settings: SessionSettings, listed
 
 def refresh_models(components: Components, settings: SessionSettings) -> tuple[list[str], str, str]:
     """Models offered by the session's endpoint: (choices, the model to select, status line)."""
+    return refresh_settings(components, settings)[:3]
+
+
+def refresh_settings(components: Components, settings: SessionSettings) -> tuple[list[str], str, str, str]:
+    """``refresh_models`` and what the Settings tab says beside its Refresh button (Markdown): whether the endpoint
+    answered and what to do if not. The header line alone said "not reachable", out of sight of the button."""
     probe = _probe(components, settings, asked=True)
     models = probe[0] or []
     chosen = settings.model if settings.model else (models[0] if models else "")
     choices = list(dict.fromkeys([*models, *([settings.model] if settings.model else [])]))
-    return choices, chosen, status(components, settings, probe)
+    return choices, chosen, status(components, settings, probe), endpoint_note(components, settings, probe)
+
+
+def endpoint_note(components: Components, settings: SessionSettings, probe: tuple[list[str] | None, str]) -> str:
+    """The Settings tab's word on the endpoint just asked for its models ("" when none was asked)."""
+    models, said = probe
+    url = settings.base_url or _server_endpoint(components)
+    if not said or not url:
+        return ""
+    where = render.code_span(redact_url(url))  # as typed, not a link to follow
+    if models is not None:
+        listed = ", ".join(models[:5]) + (f" and {len(models) - 5} more" if len(models) > 5 else "")
+        return f"✓ {where} answered: " + render.plain_markdown(
+            f"{len(models)} model{'s' if len(models) != 1 else ''}" + (f" ({listed})" if listed else "") + ".")
+    if "not reachable" in said:
+        return (f"✗ {where} is not reachable: no models listed. Check the URL and that a server runs there, leave it "
+                "blank for the server's default, or tick extractive mode.")
+    return said.replace("**Endpoint:** ", "")  # already said as a web user can act on it (_probe)
 
 
 # --- papers tab ------------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ name) and examples built from its own titles and metadata, so no example asks ab
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from ui.web import render
 
 MAX_EXAMPLES = 4
 MAX_TITLE_WORDS = 10  # a derived title longer than this makes a poor example question
+_TITLE_WORD = re.compile(r"[a-z]{5,}")
+_BLAND_WORDS = frozenset({"based", "using", "towards", "toward", "through", "about", "their", "which", "under"})
 
 
 @dataclass(frozen=True)
@@ -67,3 +70,19 @@ def examples_from(papers: Sequence[Paper]) -> list[str]:
     if years := Counter(p.year for p in papers if p.year is not None):
         examples.append(f"Papers from {years.most_common(1)[0][0]}")
     return examples[:MAX_EXAMPLES] or ["What are these papers about?"]
+
+
+def filter_placeholder(papers: Sequence[Paper]) -> str:
+    """The chat filter box's placeholder, its examples ones that match papers of this collection: the newest year
+    recorded, an author's surname when any paper records authors, a word several titles share. "author~Bengio"
+    matched nothing in the bundled corpus, which records no authors."""
+    examples = []
+    if years := [p.year for p in papers if p.year is not None]:
+        examples.append(f"year>={max(years)}")
+    if authors := [p.authors[0] for p in papers if p.authors and p.authors[0].strip()]:
+        examples.append(f"author~{Counter(a.split()[-1] for a in authors).most_common(1)[0][0]}")
+    words = Counter(w for p in papers for w in set(_TITLE_WORD.findall(p.title.lower())) if w not in _BLAND_WORDS)
+    if words:
+        examples.append(f"title~{words.most_common(1)[0][0]}")
+    examples.append("source=FILE")
+    return "blank: every paper; e.g. " + "; ".join(examples)

@@ -1,6 +1,7 @@
 """The Papers tab's map widget: a ``gr.HTML`` whose template is a canvas and whose script draws the papers on it,
-one dot per paper coloured by topic, a tooltip on hover, a legend that highlights a topic, and a click that
-sends the paper's id as a ``select`` event (``gr.SelectData.value``).
+one dot per paper coloured by topic, a tooltip on hover, a legend that highlights a topic (and sends ``topic:N`` as a
+``select`` event: the topic filter follows), and a click that sends the paper's id as a ``select`` event
+(``gr.SelectData.value``).
 
 Why not Gradio's ``gr.ScatterPlot``: it draws with Vega-Lite into SVG, one DOM node per point, and SciFact's
 5,183 points took ~3 s to draw on top of the page's load (bench/map_render.py); its selection is a brush over
@@ -12,9 +13,10 @@ asked of the server in blocks as the mouse reaches them (``server.map_details``,
 
 from __future__ import annotations
 
-from ui.web.papers_map import DETAIL_ROWS
+from ui.web.papers_map import DETAIL_ROWS, TOPIC_PREFIX
 
 MAP_ELEMENT_ID = "pc-map"
+TOPIC_EVENT = "pc-map-topic"  # dispatched on the document to highlight a topic on the map
 DETAILS_FUNCTION = "map_details"  # the name of the server function the script asks for hover texts and ids
 
 # What the template renders: the canvas is (re)drawn by MAP_SCRIPT; ``data-points`` says how many are drawn.
@@ -52,6 +54,7 @@ const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b
   "#dbdb8d", "#9edae5"];
 const NEAR_PX = 9;
 const DETAIL_ROWS = __DETAIL_ROWS__, DETAILS = "__DETAILS__";  // papers_map.DETAIL_ROWS, the server function's name
+const TOPIC_PREFIX = "__TOPIC_PREFIX__", TOPIC_EVENT = "__TOPIC_EVENT__";  // papers_map.TOPIC_PREFIX, TOPIC_EVENT
 let screenX = new Float32Array(0), screenY = new Float32Array(0), picked = -1, focus = 0, legendFor = null;
 const colour = (number) => PALETTE[(number - 1) % PALETTE.length];
 let parsedFrom = null, parsed = null;
@@ -234,6 +237,8 @@ element.addEventListener("click", (event) => {
     const number = Number(button.dataset.topic);
     focus = focus === number ? 0 : number;
     draw();
+    // The topic filter follows (and with it the list under the map): "topic:0" is every topic.
+    trigger("select", { index: -1, value: `${TOPIC_PREFIX}${focus}`, selected: Boolean(focus) });
     return;
   }
   if (!event.target.classList.contains("pc-map-canvas")) return;
@@ -246,7 +251,19 @@ element.addEventListener("click", (event) => {
     if (data() === d && picked === i) trigger("select", { index: i, value: details(d, i).id, selected: true });
   }, () => {});
 });
+// The topic filter's choice shown on the map (the app dispatches it on the document as the dropdown changes).
+document.addEventListener(TOPIC_EVENT, (event) => {
+  const number = Number(event.detail) || 0;
+  if (number !== focus) { focus = number; draw(); }
+});
 watch("value", () => { picked = -1; hovered = -1; focus = 0; legendFor = null; draw(); });
 new ResizeObserver(() => draw()).observe(element);
 draw();
-""".replace("__DETAIL_ROWS__", str(DETAIL_ROWS)).replace("__DETAILS__", DETAILS_FUNCTION)
+""".replace("__DETAIL_ROWS__", str(DETAIL_ROWS)).replace("__DETAILS__", DETAILS_FUNCTION).replace(
+    "__TOPIC_PREFIX__", TOPIC_PREFIX).replace("__TOPIC_EVENT__", TOPIC_EVENT)
+
+# The topic dropdown's change, run in the page: the map highlights that topic as its legend would.
+SHOW_TOPIC_JS = f"""(topic) => {{
+  document.dispatchEvent(new CustomEvent("{TOPIC_EVENT}", {{ detail: Number(topic) || 0 }}));
+  return topic;
+}}"""

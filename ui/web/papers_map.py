@@ -26,6 +26,7 @@ from ui.shared.text import filter_papers, query_words
 from ui.web.render import esc, highlighted_abstract, message_html, word_spans
 
 ALL_TOPICS = 0  # the topic filter's "every topic"
+TOPIC_PREFIX = "topic:"  # a map ``select`` of a legend entry ("topic:3"; "topic:0": every topic), not of a paper
 LIST_LIMIT = 200  # papers listed at once
 RELATED_IN_LIST = 3
 RELATED_ON_CARD = 5
@@ -35,10 +36,13 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(])")
 _WEB_LINK = re.compile(r"^https?://", re.IGNORECASE)
 CARD_PLACEHOLDER = '<div class="pc-empty">Click a point of the map to open that paper here.</div>'
 
-CSS = """
-.pc-topic { background: var(--color-accent-soft); color: var(--body-text-color); }
-.pc-related { font-size: 0.82rem; color: var(--body-text-color-subdued); margin-top: 0.25rem; }
-.pc-related ul { margin: 0.2rem 0 0 1rem; padding: 0; }
+NARROW_PX = 320  # the map and the card side by side only when each gets this much width, else the card wraps under
+
+CSS = f"""
+.pc-map-row > * {{ min-width: min({NARROW_PX}px, 100%) !important; }}
+.pc-topic {{ background: var(--color-accent-soft); color: var(--body-text-color); }}
+.pc-related {{ font-size: 0.82rem; color: var(--body-text-color-subdued); margin-top: 0.25rem; }}
+.pc-related ul {{ margin: 0.2rem 0 0 1rem; padding: 0; }}
 """
 
 
@@ -254,6 +258,15 @@ def paper_card_html(components, paper_id: str) -> str:
         + (f'<div class="pc-related"><b>Related:</b><ul>{items}</ul></div>' if items else "")
         + f'<p class="pc-abstract-text">{esc(readable(paper.abstract))}</p></div>'
     )
+
+
+def legend_topic(value) -> int | None:
+    """The topic a click on the map's legend chose (``ALL_TOPICS`` when it was clicked off); None for a paper's
+    point (or anything else)."""
+    if isinstance(value, str) and value.startswith(TOPIC_PREFIX):
+        number = value[len(TOPIC_PREFIX):]
+        return int(number) if number.isdigit() else None
+    return None
 
 
 def select_on_map(components, paper_id) -> str:
