@@ -91,7 +91,7 @@ _ASKS_FIGURE = re.compile(
     r"\bhow (?:many|much|long|large|big|fast|often)\b|\bby how\b|\bnumber of\b|"
     rf"\bwhat(?:'s)? (?:[\w-]+ ){{0,3}}?(?P<noun>{_METRIC}|learning rate|batch size|hyperparameters?|values?|"
     r"thresholds?|parameter counts?|context lengths?|sequence lengths?|model sizes?|training costs?|training time|"
-    r"compute budget)\b",
+    r"compute budget)(?![\w-])",  # not the "R2" of "R2-Router"
     re.IGNORECASE,
 )
 # Typed as a search ("GPUA zero-shot ImageNet top-1 accuracy?"): a question that only names a metric asks its figure.

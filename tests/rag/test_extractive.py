@@ -466,6 +466,7 @@ def test_a_figure_asked_after_a_sentence_that_sets_it_up(retriever):
     "What R^2 does Sockets reach for zero-shot decoding?", "what r² does it get on unseen subjects?",
     "What NDCG@10 does Sockets reach?", "What pass@1 does it get on HumanEval?", "What WER does the codec reach?"])
 def test_a_metric_asked_for_is_a_figure_question(retriever, question):
+    assert not asks_for_figure("What does R2-Router propose?")  # a name that begins like a metric is none
     assert asks_for_figure(question)
     # The abstract names the metrics and the benchmark but gives no figure.
     abstract = COUNTING + " We report R^2, NDCG, pass@1 and WER on zero-shot decoding and on HumanEval."
