@@ -216,6 +216,9 @@ class ExtractiveParams:
     # bundled corpus, words that at most two chunks use). On the dev sets' 55 list questions, 3.5 drops one wrong
     # paper and no right one; 3.0 drops a right one; 4.0 changes nothing (bench/results/tuning.md).
     key_term_idf: float = 3.5
+    # ... and of what "X for Y" applies, words at least this rare (on the bundled corpus "reinforc" 2.47, "graph"
+    # 2.37; "llm" 1.80, "model" 0.45 are too common to tell a paper apart).
+    head_term_idf: float = 2.0
     # "How many X ...?" is answered by a figure within this many words of X ("28 tabular datasets", "reducing
     # communication rounds by over 30%"), not by any figure in a sentence that mentions X.
     counted_window: int = 4
@@ -491,10 +494,21 @@ class ExtractiveAnswerer:
         state-space models to pick clients in federated learning?"."""
         if len(chosen) < 2:
             return chosen
-        key = self.key_terms(topic, hits[chosen[0]])
+        key = self.key_terms(topic, hits[chosen[0]]) | self._head_terms(topic, hits[chosen[0]])
         if not key:
             return chosen
         return [chosen[0], *(i for i in chosen[1:] if self.uses_all(hits[i], key))]
+
+    def _head_terms(self, topic: str, hit: Hit) -> set[str]:
+        """The telling words of what "X for Y" applies, where the likeliest paper uses them ("reinforc" of
+        "reinforcement learning for LLM reasoning": PoLar and R2-Router, about LLM reasoning without RL, were
+        listed). Less rare than key terms (idf at least ``head_term_idf``): the method is what is asked."""
+        head = _FOR.split(topic, maxsplit=1)[0]
+        if head == topic:
+            return set()
+        present = set(self.analyze(hit.abstract or hit.text))
+        return {t for t in self.focus_terms(head, hit)
+                if self.idf(t) >= self.params.head_term_idf and _present(t, present, self.analyze)}
 
     def unused_words(self, text: str) -> list[str]:
         """The words of ``text`` that no abstract uses, as written ("watermarking" of "watermarking LLM-generated
@@ -826,6 +840,7 @@ def _initials(text: str) -> set[str]:
 
 # "without external teachers, manual pruning, or reinforcement learning", "rather than RL", "instead of
 # distillation": what follows, to the end of the clause, is what a paper does not do.
+_FOR = re.compile(r"\s+for\s+", re.IGNORECASE)
 _NEGATED = re.compile(r"\b(?:without|rather\s+than|instead\s+of|no\s+need\s+for|free\s+of)\s+[^.;:()]{1,100}|"
                       # "Unlike models relying on X (e.g., Mamba), Caracal uses ...": to the clause's comma
                       r"\bunlike\s+(?:[^.;:(),]|\([^()]*\)){1,150},", re.IGNORECASE)

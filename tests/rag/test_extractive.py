@@ -518,3 +518,16 @@ def test_a_metric_typed_as_a_search_asks_for_its_figure(retriever, question, eva
     plan = answerer(retriever).plan(question, [_sockets(COUNTING + " Sockets is judged by zero-shot accuracy."
                                                         + evaluation)])
     assert (plan.kind == "answer", plan.missing) == (not missing, missing)
+
+
+def test_what_x_for_y_applies_must_be_used_by_every_listed_paper(retriever):
+    # "Which papers study reinforcement learning for LLM reasoning?" listed papers about LLM reasoning without RL.
+    hits = [
+        _listed_hit(1, "Agents", "We train language agents with reinforcement learning to improve LLM reasoning.", 1.0),
+        _listed_hit(2, "Layers", "We skip and repeat layers at inference to improve LLM reasoning.", 0.9),
+        _listed_hit(3, "Plan", "Planning agents trained by reinforcement learning reason over web tasks.", 0.8),
+    ]
+    chosen = answerer(retriever)._with_key_terms("reinforcement learning for LLM reasoning", hits, [0, 1, 2])
+    assert [hits[i].title for i in chosen] == ["Agents", "Plan"]
+    # Without "for", no head is required: the topic's rare words decide, as before.
+    assert answerer(retriever)._with_key_terms("LLM reasoning", hits, [0, 1, 2]) == [0, 1, 2]
