@@ -467,10 +467,14 @@ class ExtractiveAnswerer:
         coverage = features[:, FEATURES.index("topic_coverage")]
         # "Which papers mention GRPO?", "... use LoRA?": the name is the whole topic, so every paper that mentions
         # it qualifies, however little else of it sounds like the question, and none when no paper does.
+        built = _NEW_ARTIFACT.search(topic)
         if required and _names_alone(topic, required):
             chosen = sorted((i for i, c in enumerate(chance) if c > 0), key=lambda i: -chance[i])
             if not chosen:
                 return [], 0.0, 0.0, False
+        elif built and (makers := [i for i, h in enumerate(said) if _builds(h, built.group("artifact"))]):
+            # "Which papers propose a new benchmark?": those that build one, not every paper evaluated on one.
+            chosen = sorted(makers, key=lambda i: -chance[i])
         else:
             chosen = self._with_key_terms(topic, hits, listed(chance, coverage, params))
         closest = float(max(features[i, FEATURES.index("closest_sentence")] for i in chosen))
@@ -841,6 +845,24 @@ def _initials(text: str) -> set[str]:
 # "without external teachers, manual pruning, or reinforcement learning", "rather than RL", "instead of
 # distillation": what follows, to the end of the clause, is what a paper does not do.
 _FOR = re.compile(r"\s+for\s+", re.IGNORECASE)
+# A list of papers that build something new that others evaluate on ("Which papers propose a new benchmark?",
+# "... release a dataset?"): nearly every abstract evaluates on benchmarks, few build one.
+_ARTIFACT = r"benchmarks?|datasets?|corpus|corpora|test\s?beds?|leaderboards?|suites?"
+_NEW_ARTIFACT = re.compile(
+    r"\b(?:new|novel|introduc\w*|propos\w*|releas\w*|construct\w*|build\w*|buil[dt]|creat\w*|curat\w*|collect\w*)"
+    rf"\s+(?:[\w-]+\s+){{0,2}}?(?P<artifact>{_ARTIFACT})\b", re.IGNORECASE)
+
+
+def _builds(hit: Hit, artifact: str) -> bool:
+    """Does the abstract say it builds an ``artifact`` ("We introduce MADQA, a benchmark of 2,250 questions", "we
+    construct R2-Bench, the first routing dataset", "a new large-scale benchmark")?"""
+    kinds = "corpus|corpora" if artifact.lower().startswith("corp") else _ARTIFACT
+    bench = r"|\w+Bench\b" if artifact.lower().startswith("bench") else ""  # "PRM-BiasBench" names one
+    return bool(re.search(
+        r"\b(?:we|this\s+(?:paper|work))\s+(?:also\s+|further\s+)?"
+        r"(?:introduc|propos|present|releas|construct|build|buil[dt]|creat|curat|collect|contribut)\w*\s+"
+        rf"[^.;]{{0,80}}?(?:\b(?:{kinds})\b{bench})|\b(?:new|novel|first)\s+(?:[\w-]+\s+){{0,3}}(?:{kinds})\b",
+        hit.abstract or hit.text, re.IGNORECASE))
 _NEGATED = re.compile(r"\b(?:without|rather\s+than|instead\s+of|no\s+need\s+for|free\s+of)\s+[^.;:()]{1,100}|"
                       # "Unlike models relying on X (e.g., Mamba), Caracal uses ...": to the clause's comma
                       r"\bunlike\s+(?:[^.;:(),]|\([^()]*\)){1,150},", re.IGNORECASE)

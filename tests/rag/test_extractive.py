@@ -531,3 +531,15 @@ def test_what_x_for_y_applies_must_be_used_by_every_listed_paper(retriever):
     assert [hits[i].title for i in chosen] == ["Agents", "Plan"]
     # Without "for", no head is required: the topic's rare words decide, as before.
     assert answerer(retriever)._with_key_terms("LLM reasoning", hits, [0, 1, 2]) == [0, 1, 2]
+
+
+def test_a_new_benchmark_asked_for_lists_the_papers_that_build_one(retriever):
+    # "Which papers propose a new benchmark?" listed every paper evaluated on a benchmark.
+    hits = [
+        _listed_hit(1, "Bencher", "We introduce RouteBench, a benchmark of 2,000 routing tasks.", 1.0),
+        _listed_hit(2, "Sockets", "Sockets cuts latency by 40% on four routing benchmarks.", 0.95),
+        _listed_hit(3, "Slices", "Experiments on newly released benchmarks show adaptive slices help.", 0.9),
+        _listed_hit(4, "Queues", "This work constructs QueueBench to test packet routers.", 0.85),
+    ]
+    chosen, *_ = answerer(retriever)._choose_papers("Which papers propose a new benchmark?", hits, multi=True)
+    assert sorted(hits[i].title for i in chosen) == ["Bencher", "Queues"]
