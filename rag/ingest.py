@@ -421,7 +421,7 @@ def rebuild_losses(held: Mapping[str, SourceFile], kept: set[str], read: Mapping
 
 def losses_text(losses: Sequence[RebuildLoss], shown: int = 5) -> str:
     """``3 papers from /x/mine.txt (the file is gone); ...`` (the first ``shown`` files)."""
-    parts = [f"{len(loss.paper_ids)} paper{'' if len(loss.paper_ids) == 1 else 's'} {loss.why}"
+    parts = [f"{counted(len(loss.paper_ids), 'paper')} {loss.why}"
              for loss in losses[:shown]]
     more = f"; and papers of {len(losses) - shown} more files" if len(losses) > shown else ""
     return "; ".join(parts) + more

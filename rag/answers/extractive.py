@@ -459,7 +459,7 @@ class ExtractiveAnswerer:
         names = question_names(topic)
         # A name an abstract sets itself apart from ("Unlike models ... (e.g., Mamba), Caracal uses ...") is no name
         # it uses, unless what is asked is what abstracts mention.
-        said = hits if _NEGATED.search(topic) or _ABOUT_MENTIONS.search(topic) else [_without_negated(h) for h in hits]
+        said = hits if _ABOUT_MENTIONS.search(topic) else [_as_said(topic, h) for h in hits]
         mentioned = [any(mentions(h, n) for n in names) for h in said] if names else []
         required = required_names(topic)
         if required:  # "... evaluate on ALFWorld": no paper qualifies for a name by meaning alone
@@ -555,7 +555,7 @@ class ExtractiveAnswerer:
         # What an abstract says it does without ("without ... reinforcement learning") is no part of its topic,
         # unless the topic is itself about doing without something ("estimate gradients without backpropagation").
         def coverage(text: str, hit: Hit) -> float:
-            return self.coverage(text, hit if _NEGATED.search(topic) else _without_negated(hit))
+            return self.coverage(text, _as_said(topic, hit))
 
         return membership_features(topic, hits, topic_hits, coverage, self.embedder.embed)
 
@@ -842,8 +842,7 @@ def _initials(text: str) -> set[str]:
     return out
 
 
-# "without external teachers, manual pruning, or reinforcement learning", "rather than RL", "instead of
-# distillation": what follows, to the end of the clause, is what a paper does not do.
+# "X for Y": what is applied, and to what (``ExtractiveAnswerer._head_terms``).
 _FOR = re.compile(r"\s+for\s+", re.IGNORECASE)
 # A list of papers that build something new that others evaluate on ("Which papers propose a new benchmark?",
 # "... release a dataset?"): nearly every abstract evaluates on benchmarks, few build one.
@@ -863,11 +862,21 @@ def _builds(hit: Hit, artifact: str) -> bool:
         r"(?:introduc|propos|present|releas|construct|build|buil[dt]|creat|curat|collect|contribut)\w*\s+"
         rf"[^.;]{{0,80}}?(?:\b(?:{kinds})\b{bench})|\b(?:new|novel|first)\s+(?:[\w-]+\s+){{0,3}}(?:{kinds})\b",
         hit.abstract or hit.text, re.IGNORECASE))
+
+
+# "without external teachers, manual pruning, or reinforcement learning", "rather than RL", "instead of
+# distillation": what follows, to the end of the clause, is what a paper does not do.
 _NEGATED = re.compile(r"\b(?:without|rather\s+than|instead\s+of|no\s+need\s+for|free\s+of)\s+[^.;:()]{1,100}|"
                       # "Unlike models relying on X (e.g., Mamba), Caracal uses ...": to the clause's comma
                       r"\bunlike\s+(?:[^.;:(),]|\([^()]*\)){1,150},", re.IGNORECASE)
 # A topic about what abstracts mention, not what they do: "unlike GRPO, we ..." mentions GRPO.
 _ABOUT_MENTIONS = re.compile(r"\b(?:mention\w*|cite[sd]?|citing|discuss\w*|compar\w*|contrast\w*)\b", re.IGNORECASE)
+
+
+def _as_said(topic: str, hit: Hit) -> Hit:
+    """``hit`` as it bears on ``topic``: without what it does without, unless the topic is itself about doing
+    without something ("estimate gradients without backpropagation")."""
+    return hit if _NEGATED.search(topic) else _without_negated(hit)
 
 
 def _without_negated(hit: Hit) -> Hit:

@@ -401,8 +401,8 @@ class AnswerPipeline:
         if lead.support < self.config.small_model_lead_support:
             return False
         sources = " ".join(hits[m - 1].abstract or hits[m - 1].text for m in lead.markers if 0 < m <= len(hits))
-        known = set(self.extractive.analyze(f"{sources} {question}"))
-        if any(term not in known for term in self.extractive.analyze(lead.text)):
+        allowed = set(self.extractive.analyze(f"{sources} {question}"))
+        if any(term not in allowed for term in self.extractive.analyze(lead.text)):
             return False
         words = _normalised(lead.text).split()
         known = set(_normalised(evidence).split())

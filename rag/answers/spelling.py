@@ -52,7 +52,7 @@ def corrected(word: str, vocabulary: Vocabulary) -> str | None:
         return None
     best = max(near, key=lambda w: (vocabulary[w][0], w))
     spelling = vocabulary[best][1]
-    if spelling[1:].islower() or len(spelling) < 2:  # a plain word ("Reinforcement" opening a sentence): as typed
+    if spelling[1:].islower():  # a plain word ("Reinforcement" opening a sentence): as typed
         return (spelling[0].upper() if word[0].isupper() else spelling[0].lower()) + spelling[1:]
     return spelling  # a name as its paper writes it ("FedSSM", "Fed-Kalter")
 

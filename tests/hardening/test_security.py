@@ -121,7 +121,7 @@ def test_the_key_never_reaches_the_ui_functions(index_dir, server):
         try:
             defaults = components.session_defaults()
             assert defaults.api_key == ""  # the server's key is never handed to a browser session
-            choices, chosen, line = callbacks.refresh_models(components, defaults)
+            choices, chosen, line, _ = callbacks.refresh_settings(components, defaults)
             assert "key rejected" in line
             status = callbacks.status(components, defaults)
             state = list(callbacks.respond(components, QUESTION, ChatSession(), defaults))[-1]

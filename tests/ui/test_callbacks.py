@@ -312,18 +312,19 @@ def test_status_and_model_list(make_components, llm_server):
         components, components.session_defaults(), probe=(None, ""))
     named = SessionSettings(base_url=llm_server.base_url, model="model-b")
     assert f"**Answers:** model-b at {llm_server.base_url}" in callbacks.status(components, named)
-    choices, chosen, _ = callbacks.refresh_models(components, components.session_defaults())
+    choices, chosen, _, _ = callbacks.refresh_settings(components, components.session_defaults())
     assert choices == ["model-a", "model-b"] and chosen == "model-a"
-    choices, chosen, _ = callbacks.refresh_models(components, SessionSettings(base_url=llm_server.base_url, model="x"))
+    choices, chosen, _, _ = callbacks.refresh_settings(components,
+                                                       SessionSettings(base_url=llm_server.base_url, model="x"))
     assert chosen == "x" and "x" in choices
     down = SessionSettings(base_url=f"http://127.0.0.1:{free_port()}/v1")
     assert "✗ not reachable" in callbacks.status(components, down)
-    assert callbacks.refresh_models(components, down)[0] == []
+    assert callbacks.refresh_settings(components, down)[0] == []
     assert "must start with http" in callbacks.status(components, SessionSettings(base_url="localhost:1234"))
     assert "extractive" in callbacks.status(components, SessionSettings(extractive=True))
     # Refresh asks the endpoint typed in the Settings tab even in extractive mode: before, it said nothing at all.
     extractive_down = SessionSettings(base_url=down.base_url, extractive=True)
-    assert "✗ not reachable" in callbacks.refresh_models(components, extractive_down)[2]
+    assert "✗ not reachable" in callbacks.refresh_settings(components, extractive_down)[2]
     assert "Endpoint" not in callbacks.status(components, extractive_down)  # the status line alone does not probe
 
 

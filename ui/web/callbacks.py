@@ -20,7 +20,7 @@ from rag.errors import ConfigError, LLMAuthError, LLMError, LLMTimeout, Papercha
 from rag.exports.filtered import check_filters, filters_in
 from rag.redact import redact_url
 from rag.retrieval.retriever import validate_question
-from rag.text import clean_input
+from rag.text import clean_input, counted
 from rag.types import Answer, Turn, as_messages
 from ui.shared.text import answer_text, describe_answer_writer, filter_papers
 from ui.web import render
@@ -362,7 +362,7 @@ def status(components: Components, settings: SessionSettings,
     """One status line (Markdown, escaped): index size, who answers, whether the endpoint answers."""
     try:
         papers, _chunks = components.store.counts()  # chunks are how the index stores them: no reader's business
-        index = f"**{papers} paper{'s' if papers != 1 else ''}** indexed"
+        index = f"**{counted(papers, 'paper')}** indexed"
     except PaperchatError as error:
         index = f"**Index:** unavailable ({error})"
     models, endpoint = probe if probe is not None else _probe(components, settings)
@@ -383,14 +383,10 @@ def answer_writer_line(components: Components, settings: SessionSettings, listed
     return f"{model} at {redact_url(url)}"
 
 
-def refresh_models(components: Components, settings: SessionSettings) -> tuple[list[str], str, str]:
-    """Models offered by the session's endpoint: (choices, the model to select, status line)."""
-    return refresh_settings(components, settings)[:3]
-
-
 def refresh_settings(components: Components, settings: SessionSettings) -> tuple[list[str], str, str, str]:
-    """``refresh_models`` and what the Settings tab says beside its Refresh button (Markdown): whether the endpoint
-    answered and what to do if not. The header line alone said "not reachable", out of sight of the button."""
+    """Models offered by the session's endpoint (choices, the model to select), the status line, and what the
+    Settings tab says beside its Refresh button (Markdown): whether the endpoint answered and what to do if not.
+    The header line alone said "not reachable", out of sight of the button."""
     probe = _probe(components, settings, asked=True)
     models = probe[0] or []
     chosen = settings.model if settings.model else (models[0] if models else "")
@@ -408,7 +404,7 @@ def endpoint_note(components: Components, settings: SessionSettings, probe: tupl
     if models is not None:
         listed = ", ".join(models[:5]) + (f" and {len(models) - 5} more" if len(models) > 5 else "")
         return f"✓ {where} answered: " + render.plain_markdown(
-            f"{len(models)} model{'s' if len(models) != 1 else ''}" + (f" ({listed})" if listed else "") + ".")
+            counted(len(models), "model") + (f" ({listed})" if listed else "") + ".")
     if "not reachable" in said:
         return (f"✗ {where} is not reachable: no models listed. Check the URL and that a server runs there, leave it "
                 "blank for the server's default, or tick extractive mode.")
