@@ -153,3 +153,13 @@ def served_app(tmp_path_factory, request):
         finally:
             demo.close()
             components.close()
+
+
+def type_text(locator, text: str) -> None:
+    """Put ``text`` in a Gradio text box the way a person leaves it before the next action.
+
+    Playwright's ``fill`` sets the whole value in one event; Gradio's box hands it to the app a frame later,
+    so an Enter or a click sent at once can carry the old value on a loaded machine (CI saw the endpoint box
+    submit the old URL). A person's next key comes long after that frame: wait for two of them."""
+    locator.fill(text)
+    locator.page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")

@@ -20,6 +20,7 @@ from tests.ui.conftest import (
     clean_env,
     start_app,
     start_fake_llm,
+    type_text,
     wait_for_app,
     write_extra_corpus,
 )
@@ -93,7 +94,7 @@ def open_page(browser, app, dialogs):
 
 
 def ask(page, question: str) -> None:
-    page.locator("#pc-question textarea").fill(question)
+    type_text(page.locator("#pc-question textarea"), question)
     page.locator("#pc-ask").click()
 
 
@@ -159,7 +160,7 @@ def test_question_streams_an_answer_with_sources_and_no_markup_runs(browser, app
         expect(probe.locator(".pc-abstract-text")).to_contain_text(SCRIPT_PAYLOAD)
 
     page.get_by_role("tab", name="Papers").click()
-    page.locator("#pc-filter textarea").fill("onerror")
+    type_text(page.locator("#pc-filter textarea"), "onerror")
     paper = page.locator("#pc-papers .pc-paper", has_text="ProbeXSS")
     expect(paper).to_have_count(1)
     expect(paper.locator(".pc-hit-title")).to_have_text("ProbeXSS <b>bold</b> injection")
@@ -183,7 +184,7 @@ def test_stop_new_chat_and_separate_sessions(browser, app, dialogs):
 
     # Bob points his session at the slow endpoint; Alice keeps the server's.
     bob.get_by_role("tab", name="Settings").click()
-    bob.locator("#pc-endpoint textarea").fill(app["slow_url"])
+    type_text(bob.locator("#pc-endpoint textarea"), app["slow_url"])
     bob.locator("#pc-endpoint textarea").press("Enter")
     port = app["slow_url"].split(":")[-1].split("/")[0]
     expect(bob.locator("#pc-status")).to_contain_text(port)
@@ -244,7 +245,7 @@ def test_rejected_question_stays_and_errors_are_said_once(browser, app, dialogs)
     page = open_page(browser, app, dialogs)
     page.get_by_role("tab", name="Settings").click()
     dead = f"http://127.0.0.1:{free_port()}/v1"
-    page.locator("#pc-endpoint textarea").fill(dead)
+    type_text(page.locator("#pc-endpoint textarea"), dead)
     page.locator("#pc-endpoint textarea").press("Enter")
     expect(page.locator("#pc-status")).to_contain_text("not reachable")
     page.get_by_role("tab", name="Chat").click()

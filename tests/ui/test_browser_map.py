@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.processes import free_port, stop_process
-from tests.ui.conftest import clean_env, start_app, wait_for_app
+from tests.ui.conftest import clean_env, start_app, type_text, wait_for_app
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -86,7 +86,7 @@ def test_the_last_answer_downloads_as_markdown(page):
     from playwright.sync_api import expect
 
     page.get_by_role("tab", name="Chat").click()
-    page.locator("#pc-question textarea").fill("Which papers use state-space models for client selection?")
+    type_text(page.locator("#pc-question textarea"), "Which papers use state-space models for client selection?")
     page.locator("#pc-ask").click()
     button = page.locator("#pc-download")
     expect(button).to_be_visible(timeout=120_000)
@@ -101,15 +101,15 @@ def test_the_chat_s_filter_box_narrows_the_papers_and_says_what_is_wrong(page):
     from playwright.sync_api import expect
 
     page.get_by_role("tab", name="Chat").click()
-    page.locator("#pc-where textarea, #pc-where input").first.fill("source=002_735305cd7294d037.txt")
-    page.locator("#pc-question textarea").fill("Which papers are about federated learning?")
+    type_text(page.locator("#pc-where textarea, #pc-where input").first, "source=002_735305cd7294d037.txt")
+    type_text(page.locator("#pc-question textarea"), "Which papers are about federated learning?")
     page.locator("#pc-ask").click()
     panel = page.locator("#pc-sources-panel")
     expect(panel).to_contain_text("Fed-Kalter", timeout=120_000)
     expect(page.locator("#pc-chat")).to_contain_text("Fed-Kalter", timeout=120_000)
     assert "FedSSM" not in panel.inner_text() and "FedVPA-GP" not in panel.inner_text()  # other files' papers
-    page.locator("#pc-where textarea, #pc-where input").first.fill("yeer>=2024")
-    page.locator("#pc-question textarea").fill("Which papers are about anomaly detection?")
+    type_text(page.locator("#pc-where textarea, #pc-where input").first, "yeer>=2024")
+    type_text(page.locator("#pc-question textarea"), "Which papers are about anomaly detection?")
     page.locator("#pc-ask").click()
     expect(page.locator("#pc-notice")).to_contain_text("Unknown filter field 'yeer'", timeout=60_000)
     expect(page.locator("#pc-question textarea")).to_have_value("Which papers are about anomaly detection?")
