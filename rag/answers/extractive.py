@@ -508,7 +508,10 @@ class ExtractiveAnswerer:
         "reinforcement learning for LLM reasoning": PoLar and R2-Router, about LLM reasoning without RL, were
         listed). Less rare than key terms (idf at least ``head_term_idf``): the method is what is asked."""
         head = _FOR.split(topic, maxsplit=1)[0]
-        if head == topic:
+        # "train VLMs with reinforcement learning": what follows "with/using/via" is the method asked.
+        method = _WITH.split(_SUBORDINATE.sub("", head), maxsplit=1)[1:]
+        head = method[0].split(",")[0] if method else head
+        if head == topic and not method:
             return set()
         present = set(self.analyze(hit.abstract or hit.text))
         return {t for t in self.focus_terms(head, hit)
@@ -844,6 +847,10 @@ def _initials(text: str) -> set[str]:
 
 # "X for Y": what is applied, and to what (``ExtractiveAnswerer._head_terms``).
 _FOR = re.compile(r"\s+for\s+", re.IGNORECASE)
+# "X with/using/via Y": Y is the method the papers must use (``ExtractiveAnswerer._head_terms``).
+# Not a phrasal verb's "with" ("deal with uncertainty", "work with medical images").
+_WITH = re.compile(r"(?<!\bdeal)(?<!\bdeals)(?<!\bdealing)(?<!\bwork)(?<!\bworks)(?<!\bworking)(?<!\bcope)"
+                   r"\s+(?:with|using|via)\s+", re.IGNORECASE)
 # A list of papers that build something new that others evaluate on ("Which papers propose a new benchmark?",
 # "... release a dataset?"): nearly every abstract evaluates on benchmarks, few build one.
 _ARTIFACT = r"benchmarks?|datasets?|corpus|corpora|test\s?beds?|leaderboards?|suites?"

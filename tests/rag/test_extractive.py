@@ -533,6 +533,22 @@ def test_what_x_for_y_applies_must_be_used_by_every_listed_paper(retriever):
     assert answerer(retriever)._with_key_terms("LLM reasoning", hits, [0, 1, 2]) == [0, 1, 2]
 
 
+def test_the_method_after_with_must_be_used_by_every_listed_paper(retriever):
+    # "Which papers train vision-language models with reinforcement learning?" listed VLM papers without RL.
+    hits = [
+        _listed_hit(1, "Verify", "We train vision-language models with reinforcement learning and rewards.", 1.0),
+        _listed_hit(2, "Halluc", "Vision-language models hallucinate; we contrast visual evidence to curb it.", 0.9),
+        _listed_hit(3, "Cursor", "Our GUI vision-language agent is trained by online reinforcement learning.", 0.8),
+    ]
+    chosen = answerer(retriever)._with_key_terms("train vision-language models with reinforcement learning", hits,
+                                                 [0, 1, 2])
+    assert [hits[i].title for i in chosen] == ["Verify", "Cursor"]
+    # A phrasal verb's "with", and a "with" inside a "where" clause, name no method.
+    assert answerer(retriever)._with_key_terms("deal with vision-language models", hits, [0, 1, 2]) == [0, 1, 2]
+    assert answerer(retriever)._with_key_terms(
+        "vision-language models, where agents with reinforcement learning act", hits, [0, 1, 2]) == [0, 1, 2]
+
+
 def test_a_new_benchmark_asked_for_lists_the_papers_that_build_one(retriever):
     # "Which papers propose a new benchmark?" listed every paper evaluated on a benchmark.
     hits = [
