@@ -44,7 +44,8 @@ _QUESTION_WORDS = (
     # Chat fillers ("anything about heart sounds?", "I'm looking for ...", "is there something here on speech?"):
     # no abstract uses them, and they name no topic the corpus lacks.
     "anything something everything stuff thing things here anyone anybody someone somebody looking look want "
-    "wondering curious interested know tell please"
+    "wondering curious interested know tell please "
+    "list show find collection corpus"  # "List all the federated learning papers in the collection."
 )
 # Verbs and nouns that ask what a named paper does ("What does PRM-BiasBench measure?", "What problem does X
 # tackle?"): the abstract answers in its own words ("quantify", "address"), so they are not details it must state.

@@ -30,6 +30,10 @@ from rag.types import Hit
 FEATURES = ("topic_rank", "topic_coverage", "closest_sentence")
 
 # The words that frame a list question rather than say what it is about, removed from its topic.
+# "... papers in the collection", "... papers are there?": the end of a question whose topic comes first.
+_PAPERS_LAST = (r"(?:papers?|works?|studies|articles?)\s*(?:(?:in|of|from)\s+(?:this|the)\s+(?:collection|corpus|set|"
+                r"index|conference|list)\s*)?(?:(?:are|is)\s+there\s*|exist\s*|do\s+you\s+have\s*)?(?:here\s*)?[.?!]*\s*$")
+_NOT_POINTING = r"(?<!\bthe)(?<!\bthese)(?<!\bthose)(?<!\bour)(?<!\bother)"  # "... used in the papers?" points back
 _FRAMING = [re.compile(p, re.IGNORECASE) for p in (
     r",?\s*(?:and\s+)?(?:which|what)(?:\s+(?:ones|ones are they|are they|papers are they|are those))?\s*[?.]*\s*$",
     r"\b(?:list|name)\s+them\b\.?",
@@ -47,6 +51,11 @@ _FRAMING = [re.compile(p, re.IGNORECASE) for p in (
     r"^\s*(?:does|do|did|has|have)\s+any\s+(?:papers?|works?|stud(?:y|ies))\s+",
     r"^\s*what\s+(?:work|research)\s+(?:has|have)\s+been\s+done\s+(?:on|about)\s*",
     r"^\s*(?:list|show|find|give)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?(?:work|research|literature)\s+(?:on|about|in)\s*",
+    # "List all the federated learning papers in the collection.", "Which RL papers are there?": the topic stands
+    # before "papers".
+    r"^\s*(?:(?:list|name|show|find|give)\s+(?:me\s+)?(?:all\s+|every\s+|each\s+|any\s+)?(?:of\s+)?(?:the\s+)?|"
+    r"(?:which|what)\s+)(?=[^?]*\w" + _NOT_POINTING + r"\s+" + _PAPERS_LAST + ")",
+    r"(?<=\w)" + _NOT_POINTING + r"\s+" + _PAPERS_LAST,
 )]
 
 # A message of a few words that asks nothing ("federated learning", "rag", "state space models") names a topic: a

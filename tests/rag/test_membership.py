@@ -44,6 +44,12 @@ from tests.conftest import FakeRetriever
     ("What work has been done on federated learning?", "federated learning"),
     ("List the work on federated learning.", "federated learning"),
     ("show me the research on graph neural networks", "graph neural networks"),
+    # ... with the topic before "papers" ("List all the federated learning papers" was refused: no abstract says
+    # "List"), but not where "the papers" points back.
+    ("List all the federated learning papers in the collection.", "federated learning"),
+    ("show me every anomaly detection paper", "anomaly detection"),
+    ("Which federated learning papers are there?", "federated learning"),
+    ("Which RL methods are used in the papers?", "Which RL methods are used in the papers"),
 ])
 def test_list_topic_drops_the_framing(question, topic):
     assert list_topic(question) == topic
@@ -171,6 +177,9 @@ def test_below_every_bar_a_list_is_refused_only_for_words_no_abstract_uses(answe
     assert not answered.refused and "TinyTeacher" in {c.title for c in answered.citations}
     refused = pipeline.answer("Are there papers on knowledge distillation for weather radars? Which ones?")
     assert refused.refused and "No abstract uses the words 'weather', 'radars'." in refused.answer
+    # Nor do the words that ask for the list: "No abstract uses the word 'List'" refused a list of papers.
+    listed = pipeline.answer("List all the knowledge distillation papers in the collection.")
+    assert not listed.refused and "TinyTeacher" in {c.title for c in listed.citations}
 
 
 def test_a_list_under_the_relevance_bar_is_answered_when_its_papers_mention_a_name_the_topic_gives(real_embedder):
