@@ -23,6 +23,7 @@ from rag.corpus.titles import looks_coined
 from rag.errors import LLMError
 from rag.llm.client import ChatModel
 from rag.retrieval.retriever import Retriever
+from rag.text import counted
 from rag.types import Hit
 
 _ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4,
@@ -62,10 +63,35 @@ _QUESTION_FILLER = frozenset((
 ))
 
 
+# A short message that continues the conversation ("and the datasets?", "what about the results?", "also code?").
+_LEANS_BACK = re.compile(r"^\W*(?:and|also|plus|or|but|so|then|what about|how about|same for)\b", re.IGNORECASE)
+# What one asks of a paper already named ("datasets?", "any limitations?", "evaluation metrics?"): a message of
+# these words alone is about the paper before.
+_ASPECT_WORDS = frozenset((
+    "dataset", "datasets", "data", "benchmark", "benchmarks", "result", "results", "finding", "findings", "metric",
+    "metrics", "baseline", "baselines", "evaluation", "evaluations", "evaluate", "evaluated", "experiment",
+    "experiments", "performance", "perform", "accuracy", "speedup", "limitation", "limitations", "weakness",
+    "weaknesses", "code", "github", "link", "repo", "repository", "author", "authors", "year", "venue", "method",
+    "methods", "approach", "idea", "contribution", "contributions", "novelty", "model", "models", "task", "tasks",
+    "setup", "setting", "settings", "architecture", "loss", "training", "trained", "hyperparameters", "summary",
+    "summarize", "summarise", "explain", "details", "detail", "more", "else", "main", "key", "used", "use", "uses",
+    "compare", "compared", "comparison", "improvement", "improvements", "gain", "gains", "cost", "costs",
+))
+
+
+def _only_aspects(question: str) -> bool:
+    words = [w.lower() for w in _WORD.findall(question)]
+    return any(w in _ASPECT_WORDS for w in words) and all(
+        w in _ASPECT_WORDS or w in _QUESTION_FILLER for w in words)
+
+
 @dataclass
 class FollowUp:
     query: str
     pinned: list[str] = field(default_factory=list)  # paper_ids the question refers to explicitly
+    # What to tell the reader when the question points at a paper no earlier answer has ("the second one" after
+    # an answer about one paper): searching its words would answer about some other paper.
+    unresolved: str = ""
 
 
 def pinned_first(follow: FollowUp, hits: Sequence[Hit], retriever: Retriever, k: int) -> list[Hit]:
@@ -100,11 +126,17 @@ def resolve_follow_up(question: str, history: Sequence[dict], retriever: Retriev
         return cache[index]
 
     pinned = _pinned(question, turns, papers)
+    if not pinned and turns and (reference := _PAPER_REF.search(question)):
+        return FollowUp(question, unresolved=_no_such_paper(reference.group(0), papers(len(turns) - 1)))
     pronoun = bool(_ANAPHORA.search(question))
     # A short message may lean on the answer before ("and the datasets?"), unless it stands on its own: a list
     # question ("Which papers use RL?") or one that names its subject ("summarize FedSMM", typo and all).
     stands_alone = is_multi_paper_question(question) or any(looks_coined(w) for w in question.split())
-    refers_back = bool(pinned) or pronoun or (len(question.split()) <= 6 and not stands_alone)
+    # "What is the capital of France?" is short and stands alone: a short message leans back only when it says
+    # so ("and ...?", "what about ...?") or asks about an aspect of a paper and nothing else ("datasets?").
+    short = len(question.split()) <= 6 and not stands_alone and (
+        bool(_LEANS_BACK.match(question)) or _only_aspects(question))
+    refers_back = bool(pinned) or pronoun or short
     if not refers_back:
         return FollowUp(question)
     # The answer the conversation is about: the last one, unless it declined ("the second one?" when there was
@@ -138,6 +170,13 @@ NOTHING_BEFORE = ("There is no earlier answer in this conversation to point back
 def points_back_alone(question: str) -> bool:
     """Does the message only point at an earlier answer's paper ("the second one?")?"""
     return bool(_ONLY_POINTS_BACK.match(question))
+
+
+def _no_such_paper(reference: str, last: Sequence[Hit]) -> str:
+    names = ", ".join(h.title for h in last)
+    named = f"named only {counted(len(last), 'paper')} ({names})" if last else "named no paper"
+    return (f"The last answer {named}: there is no \"{reference.lower()}\" to point at. Ask about a paper by "
+            "its name, or ask for a list first (\"Which papers are about ...?\").")
 
 
 def _declined(turn: dict) -> bool:

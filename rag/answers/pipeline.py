@@ -244,6 +244,12 @@ class AnswerPipeline:
         if not history and not asks_for_figure(question) and (listed := as_list_question(question)):
             question = listed  # "federated learning" typed alone: the papers about it, as a search box would give
         follow = self.follow_up(question, history)
+        if follow.unresolved:  # "the second one?" after an answer about one paper: say so, search nothing
+            unresolved = fixed_reply(asked, follow.unresolved, refused=True)
+            yield SourcesEvent([], question)
+            yield TextEvent(content=unresolved.answer)
+            yield FinalEvent(self._timed(unresolved, started))
+            return
         # "Which papers ..." lists every paper likely enough to be about its topic: look deeper than the top k.
         multi = is_multi_paper_question(question)
         hits = self.retriever.search(follow.query, max(k, self.config.multi_candidates) if multi else k)

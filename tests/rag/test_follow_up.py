@@ -90,14 +90,17 @@ def test_after_a_declined_follow_up_a_pronoun_still_means_the_paper_before(fake_
 
 
 @pytest.mark.parametrize("question", ["Which papers use reinforcement learning?", "summarize FedSMM",
-                                      "how many papers use RL?"])
+                                      "how many papers use RL?", "What is the capital of France?",
+                                      "summarize Caracl", "explain knowledge distillation"])
 def test_a_short_question_that_stands_on_its_own_is_not_read_as_a_follow_up(fake_retriever, question):
     # Before, the last answer's titles were added to its search: "summarize FedSMM MA-RAG" summarized MA-RAG.
     history = turn("MA-RAG evaluates on seven medical QA benchmarks [1].", "What did MA-RAG evaluate on?",
                    papers=ids(fake_retriever, "MA-RAG"))
     follow = resolve_follow_up(question, history, fake_retriever, None)
     assert follow.query == question and not follow.pinned
-    assert resolve_follow_up("and the datasets?", history, fake_retriever, None).query != "and the datasets?"
+    # Short messages that continue the conversation, or ask only about an aspect of the paper, lean on it.
+    for leaning in ("and the datasets?", "what about the results?", "evaluation metrics?", "datasets?"):
+        assert resolve_follow_up(leaning, history, fake_retriever, None).query == f"{leaning} MA-RAG"
 
 
 def test_a_refusal_names_no_paper(fake_retriever):
@@ -165,3 +168,16 @@ def test_a_place_in_a_list_means_the_last_list_not_a_later_answer_about_one_pape
     alone = turn("Fed-Kalter evaluates on graph benchmarks [1].", papers=ids(fake_retriever, "Fed-Kalter"))
     assert resolve_follow_up("and the first one?", alone, fake_retriever, None).pinned == ids(fake_retriever,
                                                                                               "Fed-Kalter")
+
+
+def test_a_place_beyond_every_earlier_answer_is_said_not_searched(fake_retriever):
+    # "what did the second one evaluate on?" after an answer about FedSSM alone answered about unrelated papers.
+    history = turn("FedSSM selects clients with state-space models [1].", papers=ids(fake_retriever, "FedSSM"))
+    answer = AnswerPipeline(fake_retriever, fake_retriever.embedder, None).answer(
+        "what did the second one evaluate on?", history)
+    assert answer.refused and not answer.sources and not answer.citations
+    assert answer.answer.startswith('The last answer named only 1 paper (FedSSM): there is no "second one"')
+    # A place the list has is answered as before.
+    listed = turn(LIST_ANSWER, papers=ids(fake_retriever, "FedSSM", "Fed-Kalter", "FedVPA-GP"))
+    assert resolve_follow_up("what did the second one evaluate on?", listed, fake_retriever, None).pinned == ids(
+        fake_retriever, "Fed-Kalter")
