@@ -27,7 +27,7 @@ from rag.ingest import Ingestor, IngestReport, check_auto_build, index_manifest,
 from rag.redact import redact_url
 from rag.retrieval.hybrid import HybridRetriever
 from rag.settings import Settings
-from rag.text import say
+from rag.text import counted, say
 from rag.types import Paper
 from store.bm25 import LexicalIndex
 from store.chroma import ChromaStore
@@ -256,14 +256,21 @@ class Components:
         return targets
 
     def ensure_index(self) -> None:
-        """An empty index is built from the corpus folder first, and the user is told."""
+        """An empty index is built first, and the user is told: from what the last ingest was reading if it did
+        not finish (an interrupted rebuild), else from the corpus folder. An index an ingest left half-written is
+        used as it is, with a warning that says how to complete it."""
         papers, _chunks = self.store.counts()
+        unfinished = [Path(p) for p in self.store.unfinished_paths()]
         if papers == 0:
             check_auto_build(self.store, self.settings)
-            self.warn(f"the index is empty: building it from {self.settings.corpus_dir} first")
-            run = self.ingest_files()
+            where = ", ".join(map(str, unfinished)) if unfinished else str(self.settings.corpus_dir)
+            self.warn(f"the index is empty: building it from {where} first")
+            run = self.ingest_files(unfinished)
             if run.rejected:
                 self.warn(run.problem_line)
+        elif resume := self.unfinished_ingest():
+            self.warn(f"the last ingest did not finish: the index holds {counted(papers, 'paper')}, part of what it "
+                      f"was given, and answers come from those only; run `{resume}` to complete it")
 
     def papers(self) -> list[Paper]:
         """Every paper in the index, by source and position; re-read only when the index changed."""

@@ -300,6 +300,15 @@ def test_empty_question_does_nothing(make_components, llm_server):
     assert shown == [([], render.SOURCES_PLACEHOLDER)] and session.history == []
 
 
+def test_the_status_line_warns_while_an_ingest_is_unfinished(make_components):
+    # An interrupted ingest leaves part of the papers: the web UI answered from them without a word.
+    components = make_components()
+    assert "did not finish" not in callbacks.status(components, components.session_defaults(), probe=(None, ""))
+    components.store.begin_write(["/data/mine.jsonl"])  # as an ingest does before writing, and a stopped one leaves
+    line = callbacks.status(components, components.session_defaults(), probe=(None, ""))
+    assert "the last ingest did not finish" in line and "paperchat ingest /data/mine.jsonl" in line
+
+
 def test_status_and_model_list(make_components, llm_server):
     llm_server.models = ["model-a", "model-b"]
     components = make_components(llm_base_url=llm_server.base_url)

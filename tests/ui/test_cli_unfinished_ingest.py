@@ -74,3 +74,58 @@ def test_an_ingest_killed_with_sigterm_is_reported(tmp_path):
     finally:
         kill(proc)
     assert_reported_until_completed(data_dir, corpus, f"paperchat ingest {corpus}")
+
+
+class StopsAtOnce(FakeEmbedder):
+    """Ctrl-C before the first text is embedded: a rebuild has dropped the index, and nothing is stored yet."""
+
+    def embed(self, texts):
+        raise KeyboardInterrupt
+
+
+def interrupted(args: list[str], embedder: FakeEmbedder) -> str:
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert main(args, parts={"embedder": embedder}) == 130
+    return err.getvalue()
+
+
+def write_own_file(folder):
+    folder.mkdir()
+    own = folder / "mine.jsonl"
+    own.write_text('{"id": "q", "title": "QuackNet", "abstract": "QuackNet detects duck calls in wetland audio '
+                   'recordings with a small convolutional network trained on field data."}\n', encoding="utf-8")
+    return own
+
+
+def test_an_interrupted_rebuild_says_the_index_is_partial_and_answers_warn_until_it_is_completed(tmp_path):
+    # `ingest --rebuild` stopped by Ctrl-C said only "interrupted"; `ask` then answered from 23 of 78 papers.
+    own = write_own_file(tmp_path / "own")
+    with fake_cli_env(tmp_path / "data"):
+        assert cli("ingest")[0] == 0 and cli("ingest", str(own))[0] == 0
+        err = interrupted(["ingest", "--rebuild"], StopsMidway())
+        assert "the ingest stopped before it finished: the index holds" in err and "run `paperchat ingest " in err
+        assert err.rstrip().endswith("paperchat: interrupted")
+        code, _out, err = cli("search", "duck calls")
+        assert code == 0 and "the last ingest did not finish: the index holds" in err
+        assert "answers come from those only; run `paperchat ingest " in err
+        resume = err.split("run `")[1].split("`")[0]
+        assert cli(*resume.split()[1:])[0] == 0  # the command it gives completes the index
+        code, out, err = cli("stats")
+        assert "papers: 77" in out and "did not finish" not in cli("search", "duck calls")[2]
+
+
+def test_an_index_a_rebuild_emptied_is_built_again_from_the_files_it_was_reading(tmp_path):
+    # Interrupted before anything was stored, the next `ask` built the bundled corpus alone: the user's file was lost.
+    own = write_own_file(tmp_path / "own")
+    with fake_cli_env(tmp_path / "data"):
+        assert cli("ingest")[0] == 0 and cli("ingest", str(own))[0] == 0
+        interrupted(["ingest", "--rebuild"], StopsAtOnce())
+        assert "papers: 0" in cli("stats")[1]
+        code, out, err = cli("search", "duck calls in wetlands")
+        assert code == 0 and "the index is empty: building it from " in err and "mine.jsonl" in err
+        assert "QuackNet" in out
+        assert "papers: 77" in cli("stats")[1]

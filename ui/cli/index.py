@@ -18,7 +18,16 @@ def cmd_ingest(args) -> int:
         raise ConfigError("--force goes with --rebuild (rebuild even if papers are dropped): run "
                           "`paperchat ingest --rebuild --force [PATH...]`; a plain ingest drops no other file's papers")
     components = components_from_args(args)  # --json: no progress bar
-    run = components.ingest_files(args.paths, rebuild=args.rebuild, force=args.force)
+    try:
+        run = components.ingest_files(args.paths, rebuild=args.rebuild, force=args.force)
+    except KeyboardInterrupt:
+        # Stopped mid-write (a rebuild had dropped the index first): say what the index holds now, and how to
+        # finish, before "interrupted".
+        if resume := components.unfinished_ingest():
+            papers, _chunks = components.store.counts()
+            say(f"the ingest stopped before it finished: the index holds {counted(papers, 'paper')}, part of what "
+                f"it was given; run `{resume}` to complete it")
+        raise
     for dropped in run.dropped:
         say(f"dropped by --rebuild --force: {dropped}")
     if args.json:

@@ -363,6 +363,8 @@ def status(components: Components, settings: SessionSettings,
     try:
         papers, _chunks = components.store.counts()  # chunks are how the index stores them: no reader's business
         index = f"**{counted(papers, 'paper')}** indexed"
+        if resume := components.unfinished_ingest():  # an interrupted ingest: answers come from part of the papers
+            index += f" (⚠ the last ingest did not finish: run `{resume}` to complete the index)"
     except PaperchatError as error:
         index = f"**Index:** unavailable ({error})"
     models, endpoint = probe if probe is not None else _probe(components, settings)
