@@ -349,8 +349,10 @@ class ExtractiveAnswerer:
         # A list gives each paper one sentence, or one for each part of "which papers use X, and how much ...?";
         # a comparison two.
         per_paper = max(2 if len(named_papers) > 1 else 1, len(question_parts(question)) - 1)
-        papers = [PaperEvidence(i, self._best_sentences(question, question_terms, hits[i],
-                                                        per_paper if multi else self.params.sentences_single))
+        artifact = built_artifact(self.list_topic(question)) if multi else None
+        papers = [PaperEvidence(i, [sentence] if artifact and (sentence := _building_sentence(hits[i], artifact))
+                                else self._best_sentences(question, question_terms, hits[i],
+                                                          per_paper if multi else self.params.sentences_single))
                   for i in chosen]
         papers = [p for p in papers if p.sentences]
         if not papers:
@@ -860,16 +862,42 @@ _NEW_ARTIFACT = re.compile(
     rf"\s+(?:[\w-]+\s+){{0,2}}?(?P<artifact>{_ARTIFACT})\b", re.IGNORECASE)
 
 
-def _builds(hit: Hit, artifact: str) -> bool:
-    """Does the abstract say it builds an ``artifact`` ("We introduce MADQA, a benchmark of 2,250 questions", "we
-    construct R2-Bench, the first routing dataset", "a new large-scale benchmark")?"""
-    kinds = "corpus|corpora" if artifact.lower().startswith("corp") else _ARTIFACT
-    bench = r"|\w+Bench\b" if artifact.lower().startswith("bench") else ""  # "PRM-BiasBench" names one
-    return bool(re.search(
+def built_artifact(topic: str) -> str | None:
+    """What kind of thing a list topic asks the papers to build ("propose a new benchmark" -> "benchmark"), if any."""
+    match = _NEW_ARTIFACT.search(topic)
+    return match.group("artifact") if match else None
+
+
+def _building(artifact: str) -> re.Pattern[str]:
+    # Asked for a benchmark, a dataset built to study something else is none ("We first construct a controlled
+    # dataset ... to elicit comparable internal states"); asked for a dataset or a corpus, a benchmark's data is one.
+    asked = artifact.lower()
+    kinds = (r"benchmarks?|test\s?beds?|leaderboards?|suites?" if asked.startswith(("bench", "test", "leader", "suite"))
+             else r"datasets?|corpus|corpora|benchmarks?")
+    bench = r"|\w[\w-]*Bench\b" if asked.startswith("bench") else ""  # "PRM-BiasBench", "R2-Bench" name one
+    return re.compile(
         r"\b(?:we|this\s+(?:paper|work))\s+(?:also\s+|further\s+)?"
         r"(?:introduc|propos|present|releas|construct|build|buil[dt]|creat|curat|collect|contribut)\w*\s+"
         rf"[^.;]{{0,80}}?(?:\b(?:{kinds})\b{bench})|\b(?:new|novel|first)\s+(?:[\w-]+\s+){{0,3}}(?:{kinds})\b",
-        hit.abstract or hit.text, re.IGNORECASE))
+        re.IGNORECASE)
+
+
+def says_it_builds(abstract: str, artifact: str) -> bool:
+    """Does the abstract say it builds an ``artifact`` ("We introduce MADQA, a benchmark of 2,250 questions", "we
+    construct R2-Bench, the first routing dataset", "a new large-scale benchmark", "We release PRM-BiasBench")?"""
+    return bool(_building(artifact).search(abstract))
+
+
+def _builds(hit: Hit, artifact: str) -> bool:
+    return says_it_builds(hit.abstract or hit.text, artifact)
+
+
+def _building_sentence(hit: Hit, artifact: str) -> str | None:
+    """The abstract's sentence that says it builds the ``artifact`` (what a list of papers that build one quotes:
+    R2-Router was listed with "This work opens a new direction ..." beside "we construct R2-Bench ...")."""
+    abstract = hit.abstract or hit.text
+    pattern = _building(artifact)
+    return next((abstract[a:b] for a, b in split_sentences(abstract) if pattern.search(abstract[a:b])), None)
 
 
 # "without external teachers, manual pruning, or reinforcement learning", "rather than RL", "instead of

@@ -20,10 +20,12 @@ from rag.answers.extractive import (
     AnswerPlan,
     ExtractiveAnswerer,
     asks_for_figure,
+    built_artifact,
     is_multi_paper_question,
     mentions,
     names_paper,
     question_names,
+    says_it_builds,
 )
 from rag.answers.follow_up import NOTHING_BEFORE, FollowUp, pinned_first, points_back_alone, ranked, resolve_follow_up
 from rag.answers.membership import as_list_question, framing_typos_fixed
@@ -84,6 +86,9 @@ class PipelineConfig:
     # the model), "evidence" (it answers from numbered evidence sentences) or "abstracts" (from whole abstracts).
     small_model_design: str = "lead"
     multi_candidates: int = 30  # how deep "which papers ..." / "how many papers ..." look for papers that qualify
+    # "Which papers propose a new benchmark?" reads every abstract of an index this small (a regex each: about a
+    # millisecond per thousand papers); beyond, the search's candidates alone.
+    builders_scan_max: int = 20_000
     small_model_max_tokens: int = 96  # one or two sentences: a tiny model rambles, and every token costs time
     # A tiny model's lead is kept only this close to a source sentence: below it, its paraphrases drift from
     # what the abstract says (measured: bench/results/tuning.md, "Small-model lead").
@@ -253,6 +258,8 @@ class AnswerPipeline:
         # "Which papers ..." lists every paper likely enough to be about its topic: look deeper than the top k.
         multi = is_multi_paper_question(question)
         hits = self.retriever.search(follow.query, max(k, self.config.multi_candidates) if multi else k)
+        if multi and papers is not None:
+            hits = self._with_builders(question, hits, papers)
         hits = pinned_first(follow, hits, self.retriever, k)
         plan_question, hits, focus = self._follow_up_focus(question, hits, len(follow.pinned))
         # "Who wrote X?", "papers from 2024": answered from the papers' metadata, not their abstracts.
@@ -444,6 +451,21 @@ class AnswerPipeline:
         rest = [h for h in hits[pinned:] if h not in others]
         named = f"{', '.join(h.title for h in hits[:pinned])}: {question}"
         return named, ranked([*hits[:pinned], *others, *rest]), pinned + len(others)
+
+    def _with_builders(self, question: str, hits: list[Hit], papers) -> list[Hit]:
+        """For "which papers propose a new benchmark?", ``hits`` and every other paper whose abstract says it
+        builds one: what a paper builds is a fact of its abstract, which a search of the question's words may rank
+        below its depth (PRM-BiasBench, "We release PRM-BiasBench", was missed). Every abstract is read when the
+        index is small enough (``builders_scan_max``)."""
+        artifact = built_artifact(self.extractive.list_topic(question))
+        if artifact is None:
+            return hits
+        every = papers()
+        if len(every) > self.config.builders_scan_max:
+            return hits
+        have = {h.paper_id for h in hits}
+        more = [p.paper_id for p in every if p.paper_id not in have and says_it_builds(p.abstract, artifact)]
+        return ranked([*hits, *self.retriever.hits_for(more)]) if more else hits
 
     def _numbered(self, numbered: Sequence[Hit]) -> dict[int, Paper]:
         return {i: self._paper(h) for i, h in enumerate(numbered, start=1)}

@@ -559,3 +559,31 @@ def test_a_new_benchmark_asked_for_lists_the_papers_that_build_one(retriever):
     ]
     chosen, *_ = answerer(retriever)._choose_papers("Which papers propose a new benchmark?", hits, multi=True)
     assert sorted(hits[i].title for i in chosen) == ["Bencher", "Queues"]
+
+
+@pytest.mark.parametrize("abstract, artifact, builds", [
+    ("We release PRM-BiasBench and a diagnostic toolkit.", "benchmark", True),
+    ("Together with the router, we construct R2-Bench, the first routing dataset.", "benchmark", True),
+    ("We introduce MADQA, a benchmark of 2,250 questions.", "dataset", True),
+    # Asked for a benchmark, a dataset built to study something else is none.
+    ("We first construct a controlled dataset, SEV, to elicit internal states.", "benchmark", False),
+    ("We first construct a controlled dataset, SEV, to elicit internal states.", "dataset", True),
+    ("Experiments on five benchmarks show consistent gains.", "benchmark", False),
+])
+def test_what_an_abstract_says_it_builds(abstract, artifact, builds):
+    from rag.answers.extractive import says_it_builds
+
+    assert says_it_builds(abstract, artifact) is builds
+
+
+def test_a_paper_that_builds_a_benchmark_is_listed_with_the_sentence_that_says_so(retriever):
+    # R2-Router was listed with "This work opens a new direction ..." beside "we construct R2-Bench ...".
+    hits = [
+        _listed_hit(1, "Router", "Routing picks a model per query. We construct R2-Bench, the first routing "
+                                 "dataset of its kind. This work opens a new direction for routing benchmarks.", 1.0),
+        _listed_hit(2, "Queues", "This work constructs QueueBench to test packet routers.", 0.9),
+    ]
+    plan = answerer(retriever).plan("Which papers propose a new benchmark?", hits)
+    assert {hits[p.index].title: p.sentences for p in plan.papers} == {
+        "Router": ["We construct R2-Bench, the first routing dataset of its kind."],
+        "Queues": ["This work constructs QueueBench to test packet routers."]}

@@ -349,3 +349,25 @@ def test_a_metric_typed_alone_asks_for_its_figure_not_for_a_list(fake_retriever)
     # answered with FedSSM's sentences; its abstract never mentions ImageNet.
     answer = make_pipeline(fake_retriever).answer("FedSSM ImageNet top-1 accuracy?")
     assert answer.refused and answer.not_stated and "ImageNet" in answer.answer
+
+
+def test_a_list_of_papers_that_build_a_benchmark_reads_every_abstract(bundled_papers):
+    # PRM-BiasBench ("We release PRM-BiasBench ...") ranked below the search's depth and was missed.
+    class Indexed(FakeRetriever):
+        def every_paper(self):
+            return self.papers
+
+    titles = ("FedSSM", "Fed-Kalter", "MA-RAG", "NRDE", "PRM-BiasBench", "MADQA")
+    retriever = Indexed([p for p in bundled_papers if p.title in titles])
+    question = "Which papers propose a new benchmark?"
+    shallow = PipelineConfig(min_relevance=0.0, multi_candidates=2, top_k=2)
+    hits = retriever.search(question, 2)
+    pipeline = AnswerPipeline(retriever, retriever.embedder, None, config=shallow)
+    found = {h.title for h in pipeline._with_builders(question, hits, retriever.every_paper)}
+    assert {"PRM-BiasBench", "MADQA"} <= found and found >= {h.title for h in hits}
+    assert {c.title for c in pipeline.answer(question).citations} == {"PRM-BiasBench", "MADQA"}
+    # Past builders_scan_max papers, the search's candidates alone.
+    capped = AnswerPipeline(retriever, retriever.embedder, None, config=PipelineConfig(builders_scan_max=3))
+    assert capped._with_builders(question, hits, retriever.every_paper) == hits
+    # Not a list of things built: nothing added.
+    assert pipeline._with_builders("Which papers are about federated learning?", hits, retriever.every_paper) == hits
