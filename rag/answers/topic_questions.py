@@ -16,22 +16,26 @@ from collections.abc import Callable, Sequence
 from rag.answers.extractive import names_paper, without_title
 from rag.answers.metadata import cited_answer, listing
 from rag.corpus.chunking import first_sentence
+from rag.text import counted
 from rag.topics.model import TopicMap
 from rag.topics.related import related_papers
 from rag.types import Answer, Hit, Paper
 
 CENTRAL_SHOWN = 2  # papers named (and cited) per topic
 RELATED_SHOWN = 5  # papers listed for "which papers are similar to X?"
+_SIZE_PATTERN = (
+    r"^how\s+many\s+(?:papers|abstracts|articles|works|documents)\s+(?:are\s+there|do\s+you\s+have|"
+    r"(?:are\s+there\s+|do\s+you\s+have\s+|are\s+)?(?:in\s+(?:the|this|your)\s+(?:index|collection|corpus|conference|"
+    r"dataset|set|database)|in\s+total|altogether)|(?:does|do)\s+(?:the|this|your)\s+(?:index|collection|corpus|"
+    r"conference|dataset|database)\s+(?:have|hold|contain))(?:\s+(?:in\s+total|altogether))?\s*[?.!]*$")
+# The size of the whole collection ("how many papers are there?"): the number, then what its topics are.
+_SIZE = re.compile(_SIZE_PATTERN, re.IGNORECASE)
 _TOPICS = re.compile(
     r"^(?:so,?\s+)?(?:what|which)\s+(?:are\s+|were\s+)?(?:the\s+)?(?:main\s+|key\s+|major\s+|big\s+|research\s+)?"
     r"(?:topics|themes|research\s+areas|areas)\b|"
     r"^(?:list|show|give\s+me|summari[sz]e)\s+(?:me\s+)?(?:the\s+)?(?:main\s+|key\s+)?(?:topics|themes)\b|"
     r"^what\s+(?:is|are)\s+(?:this|these|the)\s+(?:conference|collection|corpus|index|papers)\s+(?:mostly\s+)?about\b|"
-    # The size of the whole collection ("how many papers are there?"): the topics' answer says it, with what they are.
-    r"^how\s+many\s+(?:papers|abstracts|articles|works|documents)\s+(?:are\s+there|do\s+you\s+have|"
-    r"(?:are\s+there\s+|do\s+you\s+have\s+|are\s+)?(?:in\s+(?:the|this|your)\s+(?:index|collection|corpus|conference|"
-    r"dataset|set|database)|in\s+total|altogether)|(?:does|do)\s+(?:the|this|your)\s+(?:index|collection|corpus|"
-    r"conference|dataset|database)\s+(?:have|hold|contain))(?:\s+(?:in\s+total|altogether))?\s*[?.!]*$",
+    + _SIZE_PATTERN,
     re.IGNORECASE,
 )
 # The whole collection asked for ("list all papers", "show me every paper"): its topics, and where every paper is.
@@ -112,8 +116,11 @@ def topics_answer(question: str, topic_map: Callable[[], TopicMap] | None,
     by_id = {p.paper_id: p for p in papers()}
     if not topics.topics or not by_id:
         return None
-    lines = [f"The {len(by_id)} papers fall into {len(topics.topics)} topics (groups of similar abstracts, each "
-             "named by the words that set it apart):"]
+    groups = (f"{len(topics.topics)} topics (groups of similar abstracts, each named by the words that set it "
+              "apart)")
+    # "How many papers are there?" is answered by the number first; the topics follow for what they are.
+    lines = [f"There are {counted(len(by_id), 'paper')} in the index. They fall into {groups}:"
+             if _SIZE.search(" ".join(question.split())) else f"The {len(by_id)} papers fall into {groups}:"]
     hits: list[Hit] = []
     cited = []
     for topic in topics.topics:

@@ -65,3 +65,8 @@ def test_topics_are_answered_from_the_whole_collection_with_central_papers_cited
     every = pipeline.answer("List all papers")
     assert every.answer.startswith(f"The {len(papers)} papers fall into 2 topics")
     assert every.answer.endswith(EVERY_PAPER_HINT) and len(every.citations) == 4
+    # Asked how many papers there are: the number first (the tester read "The 76 papers fall into 6 topics" as a
+    # topic overview with the count hidden in it).
+    for question in ("how many papers are there?", "How many papers are in the index?"):
+        size = pipeline.answer(question)
+        assert size.answer.startswith(f"There are {len(papers)} papers in the index. They fall into 2 topics")
