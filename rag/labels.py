@@ -21,11 +21,15 @@ def file_label(source: str) -> str:
     return f"file {match.group(1)}" if match else source
 
 
+DEFAULT_COLLECTION = "paperchat"  # the collection's name unless the user gives one: names no corpus
+
+
 def corpus_name(source: str, venue: str, collection: str = "") -> str:
-    """The name of the corpus a paper belongs to: a .txt header's venue, else the collection's name."""
+    """The name of the corpus a paper belongs to: a .txt header's venue, else the name the user gave the collection
+    (the default one names nothing: "paperchat · #3 of bad.jsonl" read as a venue)."""
     if venue and source.lower().endswith(".txt"):
         return venue  # the .txt reader sets the venue only from the file's header line
-    return collection
+    return "" if collection == DEFAULT_COLLECTION else collection
 
 
 def place_label(source: str, ordinal: int, *, venue: str = "", collection: str = "") -> str:

@@ -15,6 +15,7 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_vali
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rag.errors import ConfigError
+from rag.labels import DEFAULT_COLLECTION
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 BUNDLED_CORPUS = PROJECT_ROOT / "data" / "icml2026"
@@ -39,7 +40,7 @@ class Settings(BaseSettings):
         description="Corpus ingested when `paperchat ingest` is given no path (the bundled ICML 2026 abstracts).",
     )
     collection: str = Field(
-        "paperchat",
+        DEFAULT_COLLECTION,
         description="Name of the Chroma collection; several corpora can live side by side under different names.",
         pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{1,60}[A-Za-z0-9]$",
     )

@@ -34,8 +34,11 @@ class PaperFilter:
             return any(_text_matches(name, self.op, self.value) for name in paper.authors) if self.op != "!=" \
                 else not any(_text_matches(name, "=", self.value) for name in paper.authors)
         if self.field == "source":
-            return _text_matches(paper.source, self.op, self.value) or (
-                self.op == "=" and PurePosixPath(paper.source).name.lower() == self.value.lower())
+            # "= files/bad.jsonl" (the path given to ingest, as the ids show it), "= bad.jsonl" (the file's name).
+            label = paper.paper_id.rsplit("#", 1)[0] if "#" in paper.paper_id else ""
+            return _text_matches(paper.source, self.op, self.value) or (self.op == "=" and (
+                PurePosixPath(paper.source).name.lower() == PurePosixPath(self.value).name.lower()
+                or label.lower() == self.value.lower()))
         return _text_matches(getattr(paper, self.field), self.op, self.value)
 
 

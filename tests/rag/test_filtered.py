@@ -85,3 +85,15 @@ def test_the_filter_box_s_line_holds_filters_between_semicolons():
     assert [str(f) for f in filters_in(" year>=2024 ; author~Bengio, Y. ")] == ["year>=2024", "author~Bengio, Y."]
     with pytest.raises(QueryError, match="unknown filter field 'yeer'"):
         filters_in("title~graph; yeer>=2024")
+
+
+@pytest.mark.parametrize("value, passes", [
+    ("bad.jsonl", True), ("files/bad.jsonl", True), ("./files/bad.jsonl", True), ("other.jsonl", False),
+])
+def test_a_source_is_named_by_its_file_or_by_the_path_given_to_ingest(value, passes):
+    # `ingest files/bad.jsonl` gave ids "files/bad.jsonl#b", but `--source files/bad.jsonl` named no file.
+    from rag.exports.filters import parse_filter
+    from rag.types import Paper
+
+    paper = Paper("files/bad.jsonl#b", "Ok", "An abstract.", "bad.jsonl", 2)
+    assert parse_filter(f"source={value}").matches(paper) is passes

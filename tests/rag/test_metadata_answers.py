@@ -132,6 +132,8 @@ def test_labels_name_the_corpus_and_the_place():
     # A record's venue is not the corpus: a JSONL paper is labelled with its collection.
     assert place_label("mine.jsonl", 3, venue="ICLR", collection="my-papers") == "my-papers · #3 of mine.jsonl"
     assert place_label("mine.jsonl", 3) == "#3 of mine.jsonl"
+    # The default collection's name is no corpus: "paperchat · #3 of bad.jsonl" read as a venue.
+    assert place_label("mine.jsonl", 3, venue="ICLR", collection="paperchat") == "#3 of mine.jsonl"
     assert authors_text(["A", "B", "C"]) == "A, B and C"
     assert authors_text(["A", "B", "C", "D", "E"]) == "A, B, C, D et al."
     assert metadata_line(["A"], 2015, "ICLR") == "A · ICLR · 2015"

@@ -150,5 +150,5 @@ def test_paperchat_mcp_over_stdio(stdio_index, tmp_path):
     with log.open("w") as errlog:
         out = asyncio.run(asyncio.wait_for(over_stdio(stdio_index, errlog), 120))
     # Only FedSSM qualifies for the list (the probe abstract never mentions state space models): its sentences, [1].
-    check(out, answer_starts="Multimodal Federated Learning (MMFL) addresses", where="paperchat · #1 of tiny.jsonl")
+    check(out, answer_starts="Multimodal Federated Learning (MMFL) addresses", where="#1 of tiny.jsonl")
     assert "Traceback" not in log.read_text()

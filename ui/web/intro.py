@@ -49,7 +49,7 @@ def intro_for(papers: Sequence[Paper], collection: str, bundled: set[str] | None
     if not papers or bundled <= {p.source for p in papers}:
         return Intro("ICML 2026", render.INTRO, list(render.EXAMPLE_QUESTIONS), bundled=True)
     names = Counter(corpus_name(p.source, p.venue, collection) for p in papers)
-    name = names.most_common(1)[0][0] if len(names) == 1 else collection
+    name = (names.most_common(1)[0][0] if len(names) == 1 else "") or collection
     count = f"{len(papers):,} paper{'s' if len(papers) != 1 else ''}"
     text = (
         f"Ask about the **{render.chat_text(name)}** abstracts ({count}). "
