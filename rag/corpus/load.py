@@ -30,11 +30,14 @@ from rag.corpus.jsonl_reader import is_json_lines, load_jsonl
 from rag.corpus.problems import FileLoad, LoadProblem, LoadResult, Located, _one_line, os_reason, short
 from rag.corpus.txt_reader import parse_txt
 from rag.errors import CorpusError
+from rag.text import counted
 from rag.types import Paper
 
 __all__ = ["file_label", "load_corpus", "load_file"]
 
 MAX_PROBLEMS_PER_FILE = 50  # a broken file should not drown the report; the rest is summarised
+# An abstract shorter than this is most likely a placeholder or the wrong field ("x", "TBD", "N/A"): said, and stored.
+MIN_ABSTRACT_WORDS = 2
 
 
 def load_corpus(paths: Sequence[str | Path], *, namespace_under: Path | None = None,
@@ -82,6 +85,10 @@ def load_corpus(paths: Sequence[str | Path], *, namespace_under: Path | None = N
             for item in loaded.located:
                 if _keep_first(item, first_place, result.problems):
                     result.papers.append(item.paper)
+                    if (words := len(item.paper.abstract.split())) < MIN_ABSTRACT_WORDS:
+                        result.problems.append(LoadProblem(item.path, item.location, (
+                            f"the abstract is only {counted(words, 'word')}: stored, but a search will match it "
+                            "by chance; check that the abstract field holds the abstract"), kept=True))
     return result
 
 

@@ -114,7 +114,7 @@ SPECIAL = {
 GOOD = {"good.jsonl": (jsonl(ok("good-1"), ok("good-2", "Another valid abstract about proteins.")),
                        {"good-1", "good-2"}),
         # Ids are namespaced by file: the same id in another file is another paper, not a duplicate.
-        "zz_same_id_as_another_file.jsonl": (jsonl(ok("good-1", "Clash.")), {"good-1"})}
+        "zz_same_id_as_another_file.jsonl": (jsonl(ok("good-1", "Clash of ids.")), {"good-1"})}
 
 
 def test_there_are_at_least_30_distinct_broken_files():

@@ -157,8 +157,9 @@ def test_jsonl_and_ndjson(tmp_path: Path) -> None:
 def test_json_array_papers_key_and_single_object(tmp_path: Path) -> None:
     records = [{"id": "a", "abstract": "Alpha abstract."}, {"id": "b", "abstract": "Beta abstract."}]
     (tmp_path / "array.json").write_text(json.dumps(records), encoding="utf-8")
-    (tmp_path / "wrapped.json").write_text(json.dumps({"papers": [{"id": "c", "text": "Gamma."}]}), encoding="utf-8")
-    (tmp_path / "single.json").write_text(json.dumps({"id": "d", "abstract": "Delta."}), encoding="utf-8")
+    wrapped = {"papers": [{"id": "c", "text": "Gamma text."}]}
+    (tmp_path / "wrapped.json").write_text(json.dumps(wrapped), encoding="utf-8")
+    (tmp_path / "single.json").write_text(json.dumps({"id": "d", "abstract": "Delta abstract."}), encoding="utf-8")
     result = load_corpus([tmp_path])
     assert result.problems == []
     assert [p.paper_id for p in result.papers] == ["a", "b", "d", "c"]  # array, single, wrapped: sorted by name
@@ -519,7 +520,8 @@ def test_there_are_at_least_30_distinct_bad_inputs() -> None:
 
 def test_duplicate_problem_names_both_places(tmp_path: Path) -> None:
     _write(
-        tmp_path, {"a.jsonl": _jsonl({"id": "x", "abstract": "First."}), "b.csv": b"id,abstract\ny,Other.\nx,Second.\n"}
+        tmp_path, {"a.jsonl": _jsonl({"id": "x", "abstract": "First abstract."}),
+                   "b.csv": b"id,abstract\ny,Other one.\nx,Second one.\n"}
     )
     result = load_corpus([tmp_path])
     (problem,) = result.problems
@@ -527,7 +529,7 @@ def test_duplicate_problem_names_both_places(tmp_path: Path) -> None:
         f"{tmp_path / 'b.csv'}: row 2 (line 3): duplicate id 'x' (first at {tmp_path / 'a.jsonl'}: line 1); "
         "kept the first, skipped this one"
     )
-    assert [p.abstract for p in result.papers] == ["First.", "Other."]
+    assert [p.abstract for p in result.papers] == ["First abstract.", "Other one."]
 
 
 def test_same_file_name_in_two_folders_says_to_rename(tmp_path: Path) -> None:
@@ -763,3 +765,16 @@ def test_jsonl_records_keep_authors_year_venue_and_url():
     assert papers["vae"].authors == ("Diederik P. Kingma", "Max Welling") and papers["vae"].year == 2014
     assert papers["kan"].venue == "" and papers["kan"].year == 2024
     assert all(p.title_given for p in papers.values())
+
+
+def test_a_placeholder_abstract_is_stored_with_a_warning(tmp_path):
+    # {"abstract": "x"} was stored without a word, then ranked 4th for "federated".
+    from rag.corpus.load import load_corpus
+
+    path = tmp_path / "mine.jsonl"
+    path.write_text('{"id": "a", "title": "T", "abstract": "x"}\n'
+                    '{"id": "b", "title": "U", "abstract": "We detect duck calls in wetland audio recordings."}\n')
+    result = load_corpus([path])
+    assert [p.paper_id for p in result.papers] == ["a", "b"]
+    (problem,) = result.problems
+    assert problem.kept and problem.location == "line 1" and "the abstract is only 1 word" in problem.reason
