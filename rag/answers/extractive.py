@@ -87,12 +87,13 @@ _COUNT_PAPERS = re.compile(r"\bhow many (?:[\w-]+ ){0,2}?(?:papers|works|abstrac
 # A question that asks for a figure: "how many ...", "by how much", "what accuracy ...".
 _METRIC = (r"accuracy|auroc|auc|score|f1|bleu|rouge|speed-?ups?|throughput|latency|ece|fid|dice|psnr|pesq|ssim|"
            r"lpips|r\^?2|r²|r-squared|correlation|mse|mae|rmse|ndcg|mrr|pass@\w+|wer|nll|error rate|percentage|"
-           r"fraction|bitrate|perplexity|win rate|success rate")
+           r"fraction|bitrate|perplexity|(?:[\w-]+ )?rates?")
 _ASKS_FIGURE = re.compile(
     r"\bhow (?:many|much|long|large|big|fast|often)\b|\bby how\b|\bnumber of\b|"
     rf"\bwhat(?:'s)? (?:[\w-]+ ){{0,3}}?(?P<noun>{_METRIC}|learning rate|batch size|hyperparameters?|values?|"
     r"thresholds?|parameter counts?|context lengths?|sequence lengths?|model sizes?|training costs?|training time|"
-    r"compute budget)(?![\w-])",  # not the "R2" of "R2-Router"
+    r"compute budget|temperatures?|dropout|weight decay|momentum|step sizes?|window sizes?|epochs|warm-?up steps)"
+    r"(?![\w-])",  # not the "R2" of "R2-Router"
     re.IGNORECASE,
 )
 # Typed as a search ("GPUA zero-shot ImageNet top-1 accuracy?"): a question that only names a metric asks its figure.
@@ -157,6 +158,18 @@ _ASKS_HARDWARE = re.compile(rf"\b(?:{_HARDWARE})\b", re.IGNORECASE)
 _HARDWARE_NAME = re.compile(
     r"\b(?:[AHVTLBP]\d{1,4}(?:\s?(?:GPUs?|SXM|PCIe))?|(?:RTX|GTX|Quadro|Titan)\s?[A-Z]?\d{2,4}\w*|A\d{4}|"
     r"MI\d{3}X?|NVIDIA|AMD|Ascend|Gaudi\d?|TPU\s?v\d\w*|TPUs?|Apple\s+M\d)\b")
+# A language or vision model asked for by name ("which six LLMs ...?", "which base LLM ...?"): only a model's name
+# answers (a family, or a name with its size: "Qwen2.5-7B", "Llama 3", "GPT-4o", "ViT-B/16"); "Brier Score",
+# "Natural Language Understanding" or a benchmark's name is none.
+_COUNT_WORD = re.compile(r"^(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+",
+                         re.IGNORECASE)
+_ASKS_MODEL = re.compile(r"\b(?:llms?|(?:base |backbone |language |foundation |vision(?:-language)? )?models?|"
+                         r"backbones?|lms?|vlms?|mllms?|lvlms?)\b", re.IGNORECASE)
+_MODEL_NAME = re.compile(
+    r"\b(?:GPT|Llama|LLaMA|Qwen|Mistral|Mixtral|Gemma|Phi|Claude|Gemini|DeepSeek|Vicuna|Falcon|OPT|BLOOM|Pythia|"
+    r"T5|Flan|BERT|RoBERTa|DeBERTa|ELECTRA|LLaVA|InternVL|InternLM|Yi|Baichuan|ChatGLM|GLM|Olmo|OLMo|SmolLM|"
+    r"CLIP|SigLIP|ViT|DINO(?:v2)?|ResNet|Whisper|wav2vec|HuBERT|Stable\s+Diffusion|SDXL)[\w.-]*"
+    r"|\b[A-Z][\w.-]*-?\d+(?:\.\d+)?[BM]\b")
 # The organism a study's data came from, asked for ("Which animal species were the recordings from?", "from mice or
 # another species?") and the words that answer: "across many animals" or "primate" names no species. Not "what the
 # animal is doing".
@@ -397,7 +410,7 @@ class ExtractiveAnswerer:
             return "never mentions " + _join(absent)
         if asked_name and not names_other_than(hit, question, kind=asks_outright_for_names(question),
                                                asked_for=asked_name):
-            return f"names no {asked_name}"
+            return f"names no {_COUNT_WORD.sub('', asked_name)}"  # "which six LLMs?": it names no LLMs
         named = names_paper(question, hit)
         kind = asked_figure_kind(question)
         # "How much better is X than the baselines?": what it is compared with is the abstract's to name.
@@ -683,7 +696,7 @@ def asks_for_name(question: str) -> str:
 def _clauses(part: str) -> list[str]:
     """A question part, then what follows each comma or sentence end in it ("MA-RAG reports +6.8 points. Which
     backbone was it?", "On MADQA, which specific model ...?"): where a question may start."""
-    return [part, *(part[m.end():] for m in re.finditer(r",\s+|(?<=[.?!])\s+", part))]
+    return [part, *(part[m.end():] for m in re.finditer(r",\s+|(?<=[.?!])\s+|\s+[—–-]{1,2}\s+|:\s+", part))]
 
 
 def asks_outright_for_names(question: str) -> str:
@@ -715,8 +728,13 @@ def names_other_than(hit: Hit, question: str, *, kind: str = "", asked_for: str 
         asked_class = {w.lower().rstrip("s") for w in re.findall(r"([\w-]+)\s+species\b", question, re.IGNORECASE)}
         return any(m.group(0).lower().rstrip("s") not in asked_class for m in _SPECIES_NAME.finditer(abstract))
     hardware = _ASKS_HARDWARE.search(asked_for or "")
+    model = not hardware and _ASKS_MODEL.search(asked_for or "")
     for a, b in split_sentences(abstract):
         sentence = abstract[a:b]
+        if model:
+            if any(m.group(0).lower().rstrip("s") not in known for m in _MODEL_NAME.finditer(sentence)):
+                return True
+            continue
         names = question_names(sentence)
         if kind_word is not None:
             # What the sentence is about, its names aside: "Classical Test Theory" is no sentence about a test.

@@ -326,10 +326,28 @@ SCALE = ("Sockets routes packets with adaptive time slices. Experiments on four 
     # Asked for hardware, only a chip's name answers: "100k+ GPUs" and "SimGrid" name none.
     ("What GPU was Sockets run on?", " Simulations in SimGrid confirm it.", "names no GPU"),
     ("What GPU was Sockets run on?", " Training takes 2 hours on one A100 GPU.", ""),
+    # Asked for language models, only a model's name answers: a metric's or a task's name is none ("which six LLMs
+    # did CaliDist test?" was answered with "six distinct LLMs ... Brier Score").
+    ("Which six LLMs was Sockets tested with?", " Six distinct LLMs lower the Brier Score on Natural Language "
+     "Understanding tasks.", "names no LLMs"),
+    ("Which six LLMs was Sockets tested with?", " Six distinct LLMs, Qwen2.5-7B and Llama-3 among them, confirm it.",
+     ""),
+    # A question may start after a dash that sets it up.
+    ("The adaptive time slices paper — which base LLM did they apply Sockets to?", "", "names no base LLM"),
 ])
 def test_a_count_known_or_an_exact_one_asked_needs_names(retriever, question, evaluation, missing):
     plan = answerer(retriever).plan(question, [_sockets(SCALE + evaluation)])
     assert (plan.kind == "answer", plan.missing) == (not missing, missing)
+
+
+@pytest.mark.parametrize("question", [
+    "What Gumbel-Softmax temperature does Sockets use?",
+    "In the Sockets paper, what acceptance rate do they actually reach?",
+    "sockets (the adaptive time slices thing) — how many times faster does it make routing?",
+])
+def test_a_hyperparameter_a_rate_or_a_figure_after_a_dash_is_a_figure_asked(question):
+    # Each was answered with sentences that give no figure: not taken for a question asking for one.
+    assert asks_for_figure(question)
 
 
 def test_a_name_in_a_sentence_does_not_make_it_one_about_experiments(retriever):
