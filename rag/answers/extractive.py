@@ -105,7 +105,10 @@ _ASKS_ANYTHING_ELSE = re.compile(
 # improvements over state-of-the-art methods"), whichever words the question compares with.
 _ASKS_IMPROVEMENT = re.compile(
     r"(?:by\s+)?how\s+much\s+(?:better|worse|higher|lower|more|less|improv\w*|gains?|faster|slower|smaller|larger|"
-    r"bigger|cheaper|fewer)\b", re.IGNORECASE)
+    r"bigger|cheaper|fewer)\b"
+    # "By how much did it beat the version that ...?", "how much does X outperform Y by?"
+    r"|(?:by\s+)?how\s+much\s+(?:[\w-]+\s+){0,3}?(?:beat|beats|outperform\w*|exceed\w*|surpass\w*|improve\w*)\b",
+    re.IGNORECASE)
 _IMPROVEMENT = re.compile(
     r"\b(?:improv\w*|outperform\w*|gains?|better|higher|lower|reduc\w*|faster|slower|fewer|less|more|surpass\w*|"
     r"exceed\w*|boost\w*|speed-?ups?|cuts?|over)\b|\d\s*[x\u00d7](?!\w)", re.IGNORECASE)

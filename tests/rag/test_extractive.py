@@ -340,6 +340,16 @@ def test_a_count_known_or_an_exact_one_asked_needs_names(retriever, question, ev
     assert (plan.kind == "answer", plan.missing) == (not missing, missing)
 
 
+@pytest.mark.parametrize("question", ["By how much did it beat the version that conditions on explicit actions?",
+                                      "how much does Sockets outperform the static slices by?"])
+def test_how_much_it_beats_something_asks_for_an_improvement(question):
+    # "LAC-WM improves downstream performance over EAC-WM by up to 46.7%" was declined: "gives no figure".
+    from rag.answers.extractive import asked_figure_kind
+
+    kind = asked_figure_kind(question)
+    assert kind is not None and kind[0] == "improvement"
+
+
 @pytest.mark.parametrize("question", [
     "What Gumbel-Softmax temperature does Sockets use?",
     "In the Sockets paper, what acceptance rate do they actually reach?",
