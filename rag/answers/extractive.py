@@ -54,6 +54,7 @@ _ASKS_WHAT_IT_DOES = (
     "address addresses target targets aim aims goal goals purpose focus focuses contribution contributions idea "
     "ideas offer offers provide provides improve improves help helps mean means problem problems "
     "reach reaches reached obtain obtains attain attains "  # "What accuracy does MA-RAG reach?"
+    "size sizes big large "  # "BFCL Audio size? number of tasks", "how big is MADQA?"
     "perform performs performed performance well "  # "How well does MA-RAG perform?"
     # ... or ask for it in brief: "summarize CogRouter in one sentence", "explain MA-RAG", "ELI5 ConPress".
     "summarize summarise summary tldr tl dr eli5 explain overview gist nutshell brief briefly short shortly "
@@ -90,6 +91,7 @@ _METRIC = (r"accuracy|auroc|auc|score|f1|bleu|rouge|speed-?ups?|throughput|laten
            r"fraction|bitrate|perplexity|(?:[\w-]+ )?rates?")
 _ASKS_FIGURE = re.compile(
     r"\bhow (?:many|much|long|large|big|fast|often)\b|\bby how\b|\bnumber of\b|"
+    r"\b(?:by\s+)?what\s+(?:factor|margin|percentage|multiple)\b|"
     rf"\bwhat(?:'s)? (?:[\w-]+ ){{0,3}}?(?P<noun>{_METRIC}|learning rate|batch size|hyperparameters?|values?|"
     r"thresholds?|parameter counts?|context lengths?|sequence lengths?|model sizes?|training costs?|training time|"
     r"compute budget|temperatures?|dropout|weight decay|momentum|step sizes?|window sizes?|epochs|warm-?up steps)"
@@ -156,6 +158,17 @@ _ASKS_NAMES_OF = re.compile(
     r"languages?|tools?|games?|domains?)\b",
     re.IGNORECASE,
 )
+_NAMED_KINDS = (r"datasets?|benchmarks?|baselines?|models?|llms?|methods?|tasks?|environments?|metrics?|languages?|"
+                r"tools?|games?|domains?|agents?")
+# "RepCore is evaluated on five benchmarks: which ones are they?": the count is known, the names are asked.
+_WHICH_ONES = re.compile(
+    r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\d{1,2})\s+(?:[\w-]+\s+){0,2}?"
+    rf"({_NAMED_KINDS})\b[^?]{{0,40}}?\b(?:which|what)\s+(?:ones|are\s+they|were\s+they)\b", re.IGNORECASE)
+# "Which agents or models were evaluated on MADQA?": what was run is asked by name.
+_WHICH_WERE_RUN = re.compile(
+    rf"^\W*(?:which|what)\s+(?:[\w-]+\s+){{0,1}}?(?P<kind>{_NAMED_KINDS})(?:\s+(?:or|and)\s+(?:{_NAMED_KINDS}))?\s+"
+    r"(?:were|was|are|is|got|get)\s+(?:\w+\s+)?(?:evaluated|tested|benchmarked|compared|run|used|assessed)\b",
+    re.IGNORECASE)
 # Hardware asked for ("What GPU did they train on?") and the names that answer: "100k+ GPUs" names no GPU.
 _ASKS_HARDWARE = re.compile(rf"\b(?:{_HARDWARE})\b", re.IGNORECASE)
 _HARDWARE_NAME = re.compile(
@@ -167,7 +180,7 @@ _HARDWARE_NAME = re.compile(
 _COUNT_WORD = re.compile(r"^(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+",
                          re.IGNORECASE)
 _ASKS_MODEL = re.compile(r"\b(?:llms?|(?:base |backbone |language |foundation |vision(?:-language)? )?models?|"
-                         r"backbones?|lms?|vlms?|mllms?|lvlms?)\b", re.IGNORECASE)
+                         r"backbones?|lms?|vlms?|mllms?|lvlms?|agents?)\b", re.IGNORECASE)
 _MODEL_NAME = re.compile(
     r"\b(?:GPT|Llama|LLaMA|Qwen|Mistral|Mixtral|Gemma|Phi|Claude|Gemini|DeepSeek|Vicuna|Falcon|OPT|BLOOM|Pythia|"
     r"T5|Flan|BERT|RoBERTa|DeBERTa|ELECTRA|LLaVA|InternVL|InternLM|Yi|Baichuan|ChatGLM|GLM|Olmo|OLMo|SmolLM|"
@@ -703,13 +716,14 @@ def _clauses(part: str) -> list[str]:
 
 
 def asks_outright_for_names(question: str) -> str:
-    """What "What are the names of the benchmarks ...?", "Name the datasets ..." or "Which four benchmarks ...?" asks
-    for ("benchmarks"), or ""."""
-    if match := _ASKS_NAMES_OF.search(question):
+    """What "What are the names of the benchmarks ...?", "Name the datasets ...", "Which four benchmarks ...?",
+    "... five benchmarks: which ones are they?" or "Which models were evaluated on X?" asks for ("benchmarks"), or
+    ""."""
+    if match := _ASKS_NAMES_OF.search(question) or _WHICH_ONES.search(question):
         return match.group(1).lower()
     for part in question_parts(question):
         for clause in _clauses(part):
-            if match := _ASKS_WHICH_EXACTLY.match(clause):
+            if match := _ASKS_WHICH_EXACTLY.match(clause) or _WHICH_WERE_RUN.match(clause):
                 return match.group("kind").lower()
     return ""
 

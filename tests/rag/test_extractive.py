@@ -334,6 +334,11 @@ SCALE = ("Sockets routes packets with adaptive time slices. Experiments on four 
      ""),
     # A question may start after a dash that sets it up.
     ("The adaptive time slices paper — which base LLM did they apply Sockets to?", "", "names no base LLM"),
+    # A count known, the names asked after a colon; what was run asked by name (agents: only models' names answer).
+    ("Sockets is evaluated on four campus benchmarks: which ones are they?", "", "names no benchmarks"),
+    ("Which agents or models were evaluated with Sockets?", " Guided by Classical Test Theory, agentic routers "
+     "were evaluated.", "names no agents"),
+    ("Which agents or models were evaluated with Sockets?", " Agents built on GPT-4o were evaluated.", ""),
 ])
 def test_a_count_known_or_an_exact_one_asked_needs_names(retriever, question, evaluation, missing):
     plan = answerer(retriever).plan(question, [_sockets(SCALE + evaluation)])
@@ -351,6 +356,7 @@ def test_how_much_it_beats_something_asks_for_an_improvement(question):
 
 
 @pytest.mark.parametrize("question", [
+    "By what factor does Sockets speed up routing?",
     "What Gumbel-Softmax temperature does Sockets use?",
     "In the Sockets paper, what acceptance rate do they actually reach?",
     "sockets (the adaptive time slices thing) — how many times faster does it make routing?",
@@ -615,3 +621,11 @@ def test_a_paper_that_builds_a_benchmark_is_listed_with_the_sentence_that_says_s
     assert {hits[p.index].title: p.sentences for p in plan.papers} == {
         "Router": ["We construct R2-Bench, the first routing dataset of its kind."],
         "Queues": ["This work constructs QueueBench to test packet routers."]}
+
+
+def test_the_size_asked_of_a_named_paper_is_no_detail_it_must_mention(retriever):
+    # "BFCL Audio size? number of tasks" was declined: "never mentions size" (it says "6.2K ... tasks").
+    abstract = ("Routers drop packets under bursts. We introduce Sockets Audio, a large-scale benchmark for packet "
+                "routing with 6.2K expert-verified tasks across two suites.")
+    plan = answerer(retriever).plan("Sockets Audio size? number of tasks", [_sockets(abstract, "Sockets Audio")])
+    assert plan.kind == "answer", plan.missing
