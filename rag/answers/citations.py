@@ -16,6 +16,7 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from rag.answers.sentence_kinds import sentence_penalties
 from rag.corpus.chunking import split_sentences
 from rag.types import Citation, Paper
 
@@ -314,7 +315,11 @@ def citations_from_checks(checks: list[ClaimCheck], sources: dict[int, Paper], q
         top = max(check.support for check in group)
         near = [check for check in group if check.support >= top - EVIDENCE_TIE]
         paper = sources[number]
-        best = max(near, key=lambda check: _shared_words(question, check.claim, paper.title))  # the first of equals
+        # Then the one that is no background or code link, or that reports results when results are asked ("How
+        # well does FedSSM perform?" showed the sentence it opens with, "Multimodal Federated Learning addresses").
+        penalties = sentence_penalties(question, [check.claim for check in near], links=1.0, background=1.0)
+        best = max(zip(near, penalties, strict=True),  # the first of equals
+                   key=lambda pair: (_shared_words(question, pair[0].claim, paper.title), -pair[1]))[0]
         citations.append(
             Citation(
                 marker=number,
