@@ -169,6 +169,17 @@ _WHICH_WERE_RUN = re.compile(
     rf"^\W*(?:which|what)\s+(?:[\w-]+\s+){{0,1}}?(?P<kind>{_NAMED_KINDS})(?:\s+(?:or|and)\s+(?:{_NAMED_KINDS}))?\s+"
     r"(?:were|was|are|is|got|get)\s+(?:\w+\s+)?(?:evaluated|tested|benchmarked|compared|run|used|assessed)\b",
     re.IGNORECASE)
+# A paper's own limitations asked for ("What is the main limitation of Caracal?", "any weaknesses?"), not those of
+# the work it improves on ("which limitation of existing methods does it address?"), and what states one.
+_ASKS_OWN_LIMITATION = re.compile(r"\b(?:limitations?|weakness(?:es)?|drawbacks?|shortcomings?|downsides?|caveats?|"
+                                  r"failure modes?|where (?:does|do) (?:it|they) fail)\b", re.IGNORECASE)
+_OF_OTHERS = re.compile(r"\b(?:existing|prior|previous|current|conventional|traditional|other|earlier|baselines?|"
+                        r"address\w*|overcom\w*|solv\w*|fix\w*|tackl\w*|motivat\w*)\b", re.IGNORECASE)
+_SAYS_OWN_LIMITATION = re.compile(
+    r"\b(?:limitations?|limited to|weakness(?:es)?|drawbacks?|shortcomings?|caveats?|future work|remains? (?:an )?open|"
+    r"does not (?:yet )?(?:handle|scale|apply|support|address)|cannot|fails? (?:to|on|when))\b", re.IGNORECASE)
+_OWN = re.compile(r"\b(?:we|our|this (?:paper|work|method|approach|model|framework|study)|the proposed)\b",
+                  re.IGNORECASE)  # a sentence about the paper itself, not the field it starts from
 # Hardware asked for ("What GPU did they train on?") and the names that answer: "100k+ GPUs" names no GPU.
 _ASKS_HARDWARE = re.compile(rf"\b(?:{_HARDWARE})\b", re.IGNORECASE)
 _HARDWARE_NAME = re.compile(
@@ -427,6 +438,12 @@ class ExtractiveAnswerer:
         if asked_name and not names_other_than(hit, question, kind=asks_outright_for_names(question),
                                                asked_for=asked_name):
             return f"names no {_COUNT_WORD.sub('', asked_name)}"  # "which six LLMs?": it names no LLMs
+        # "What is the main limitation of Caracal?": the problem an abstract starts from is earlier work's, not
+        # its own; only a sentence that says what it does not do or where it falls short answers.
+        if (_ASKS_OWN_LIMITATION.search(question) and not _OF_OTHERS.search(question)
+                and not any(_SAYS_OWN_LIMITATION.search(sentence) and (_OWN.search(sentence) or hit.title in sentence)
+                            for sentence in (abstract[a:b] for a, b in split_sentences(abstract)))):
+            return "says nothing of its own limitations"
         named = names_paper(question, hit)
         kind = asked_figure_kind(question)
         # "How much better is X than the baselines?": what it is compared with is the abstract's to name.

@@ -70,7 +70,8 @@ _NOT_A_TOPIC_WORD = frozenset([
     "that", "these", "those", "they", "their", "them", "he", "she", "his", "her", "i", "me", "my", "we", "our", "us",
     "you", "your", "please", "hi", "hello", "hey", "thanks", "thank", "yes", "no", "ok", "okay", "more", "also",
     "else", "again", "another", "other", "same", "first", "second", "third", "last", "next", "previous", "one",
-    "ones", "papers", "paper", "work", "works", "study", "studies", "abstract", "abstracts"
+    "ones", "papers", "paper", "work", "works", "study", "studies", "abstract", "abstracts",
+    "any", "anything",  # "Any weaknesses of FedSSM?" asks about FedSSM
 ])
 BARE_TOPIC_MAX_WORDS = 5
 

@@ -629,3 +629,21 @@ def test_the_size_asked_of_a_named_paper_is_no_detail_it_must_mention(retriever)
                 "routing with 6.2K expert-verified tasks across two suites.")
     plan = answerer(retriever).plan("Sockets Audio size? number of tasks", [_sockets(abstract, "Sockets Audio")])
     assert plan.kind == "answer", plan.missing
+
+
+@pytest.mark.parametrize("question, abstract_end, declined", [
+    # The problem an abstract starts from is earlier work's ("the limitations of positional encodings"), not its own.
+    ("What is the main limitation of Sockets?", " Routers are limited by the limitations of static slices.", True),
+    ("Any weaknesses of Sockets?", "", True),
+    ("What are the limitations of Sockets?", " Our method is limited to campus networks; wide-area routing is "
+     "future work.", False),
+    # The limitation of earlier work it addresses is answered from the problem it starts from.
+    ("What limitation of existing routers does Sockets address?", " Existing routers pick queues poorly, which "
+     "Sockets addresses.", False),
+])
+def test_a_papers_own_limitations_are_answered_only_where_it_states_them(retriever, question, abstract_end,
+                                                                         declined):
+    plan = answerer(retriever).plan(question, [_sockets(COUNTING + abstract_end)])
+    assert (plan.kind == "not_stated") is declined, plan.missing
+    if declined:
+        assert plan.missing == "says nothing of its own limitations"
