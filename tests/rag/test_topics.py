@@ -147,3 +147,11 @@ def test_few_papers_still_get_topics():
     assert build_topic_map([], np.zeros((0, 4)), []).topics == ()
     paper = Paper("a", "A", "alpha", "f.txt", 1)
     assert paper.paper_id == "a"
+
+
+def test_connectives_and_manner_words_are_no_shared_words():
+    # "shared words: upper, lower, finally, bounds"; "requiring, dynamically, design": nothing of why papers are alike.
+    counts = WordCounter().count(["Finally, requiring little memory, we dynamically route packets.",
+                                  "Finally, requiring no labels, we dynamically route packets."]).stems
+    shared = set(counts[0]) & set(counts[1])
+    assert shared and not shared & {"final", "finally", "requir", "requiring", "dynam", "dynamically"}
