@@ -140,12 +140,13 @@ _ASKS_NAME = re.compile(
     r"(?:\s+(?:llms?|models?))?\b",
     re.IGNORECASE,
 )
+_COUNT = r"(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\d{1,2})"  # "which four/12 X"
 # "Which specific model ...?", "which four benchmarks ...?": a question that already knows how many, or wants the
 # exact one, asks for names; "four multimodal benchmarks" does not answer it.
 _ASKS_WHICH_EXACTLY = re.compile(
     r"^\W*(?:(?:which|what)(?:\s+(?:are|were|was|is)\s+the)?|(?:can\s+you\s+|please\s+)?(?:list|name)\s+(?:all\s+)?the)"
     r"\s+(?:(?:specific|exact|particular|actual)\s+|"
-    r"(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\d{1,2})\s+)"
+    rf"{_COUNT}\s+)"
     r"(?:[\w-]+\s+){0,2}?(?P<kind>datasets?|benchmarks?|baselines?|models?|llms?|methods?|tasks?|environments?|"
     r"metrics?|languages?|tools?|games?|domains?|architectures?|algorithms?|modalities|agents?)\b",
     re.IGNORECASE,
@@ -162,7 +163,7 @@ _NAMED_KINDS = (r"datasets?|benchmarks?|baselines?|models?|llms?|methods?|tasks?
                 r"tools?|games?|domains?|agents?")
 # "RepCore is evaluated on five benchmarks: which ones are they?": the count is known, the names are asked.
 _WHICH_ONES = re.compile(
-    r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\d{1,2})\s+(?:[\w-]+\s+){0,2}?"
+    rf"\b{_COUNT}\s+(?:[\w-]+\s+){{0,2}}?"
     rf"({_NAMED_KINDS})\b[^?]{{0,40}}?\b(?:which|what)\s+(?:ones|are\s+they|were\s+they)\b", re.IGNORECASE)
 # "Which agents or models were evaluated on MADQA?": what was run is asked by name.
 _WHICH_WERE_RUN = re.compile(
@@ -188,8 +189,7 @@ _HARDWARE_NAME = re.compile(
 # A language or vision model asked for by name ("which six LLMs ...?", "which base LLM ...?"): only a model's name
 # answers (a family, or a name with its size: "Qwen2.5-7B", "Llama 3", "GPT-4o", "ViT-B/16"); "Brier Score",
 # "Natural Language Understanding" or a benchmark's name is none.
-_COUNT_WORD = re.compile(r"^(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+",
-                         re.IGNORECASE)
+_COUNT_WORD = re.compile(rf"^{_COUNT}\s+", re.IGNORECASE)
 _ASKS_MODEL = re.compile(r"\b(?:llms?|(?:base |backbone |language |foundation |vision(?:-language)? )?models?|"
                          r"backbones?|lms?|vlms?|mllms?|lvlms?|agents?)\b", re.IGNORECASE)
 _MODEL_NAME = re.compile(
