@@ -550,17 +550,46 @@ class ExtractiveAnswerer:
         key = self.key_terms(topic, hits[chosen[0]]) | self._head_terms(topic, hits[chosen[0]])
         if not key:
             return chosen
-        return [chosen[0], *(i for i in chosen[1:] if self.uses_all(hits[i], key))]
+        # A method named in words is used under its name, not by one of its words: "structure-reinforced" is no
+        # reinforcement learning (RGVQ was listed for "train VLMs with reinforcement learning").
+        phrase = self._method_words(topic)
+        if phrase and not self._says_phrase(hits[chosen[0]], phrase):
+            phrase = []
+        return [chosen[0], *(i for i in chosen[1:] if self.uses_all(hits[i], key)
+                             and (not phrase or self._says_phrase(hits[i], phrase)))]
+
+    @staticmethod
+    def _method(topic: str) -> str | None:
+        """What "X for Y" applies (X) or "X with/using/via Y" uses (Y), or None when the topic names no method."""
+        head = _FOR.split(topic, maxsplit=1)[0]
+        # "train VLMs with reinforcement learning": what follows "with/using/via" is the method asked.
+        method = _WITH.split(_SUBORDINATE.sub("", head), maxsplit=1)[1:]
+        head = method[0].split(",")[0] if method else head
+        return None if head == topic and not method else head
+
+    def _method_words(self, topic: str) -> list[str]:
+        """The method's words as a phrase ("reinforcement learning"), when it is one of two or three words."""
+        method = self._method(topic)
+        words = [w for w in _WORD_TOKEN.findall(method or "") if self.analyze(w)
+                 and not set(self.analyze(w)) & self.question_words]
+        return words if 2 <= len(words) <= 3 else []
+
+    def _says_phrase(self, hit: Hit, words: list[str]) -> bool:
+        """Does the abstract say the phrase (its words in a row, as analysed) or its acronym ("RL")?"""
+        abstract = hit.abstract or hit.text
+        terms = [t for w in words for t in self.analyze(w)]
+        said = self.analyze(abstract)
+        if any(said[i:i + len(terms)] == terms for i in range(len(said) - len(terms) + 1)):
+            return True
+        acronym = "".join(w[0] for w in words).upper()
+        return bool(re.search(rf"\b{re.escape(acronym)}s?\b", abstract))
 
     def _head_terms(self, topic: str, hit: Hit) -> set[str]:
         """The telling words of what "X for Y" applies, where the likeliest paper uses them ("reinforc" of
         "reinforcement learning for LLM reasoning": PoLar and R2-Router, about LLM reasoning without RL, were
         listed). Less rare than key terms (idf at least ``head_term_idf``): the method is what is asked."""
-        head = _FOR.split(topic, maxsplit=1)[0]
-        # "train VLMs with reinforcement learning": what follows "with/using/via" is the method asked.
-        method = _WITH.split(_SUBORDINATE.sub("", head), maxsplit=1)[1:]
-        head = method[0].split(",")[0] if method else head
-        if head == topic and not method:
+        head = self._method(topic)
+        if head is None:
             return set()
         present = set(self.analyze(hit.abstract or hit.text))
         return {t for t in self.focus_terms(head, hit)

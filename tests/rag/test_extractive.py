@@ -577,6 +577,12 @@ def test_the_method_after_with_must_be_used_by_every_listed_paper(retriever):
     chosen = answerer(retriever)._with_key_terms("train vision-language models with reinforcement learning", hits,
                                                  [0, 1, 2])
     assert [hits[i].title for i in chosen] == ["Verify", "Cursor"]
+    # A method named in words must be said as such, or by its acronym: "structure-reinforced learning" is no RL.
+    said = [*hits[:2], _listed_hit(4, "Quant", "Vision-language models learn a structure-reinforced codebook.", 0.85),
+            _listed_hit(5, "Tuned", "We tune vision-language models by reinforcement learning.", 0.8)]
+    chosen = answerer(retriever)._with_key_terms("train vision-language models with reinforcement learning", said,
+                                                 [0, 2, 3])
+    assert [said[i].title for i in chosen] == ["Verify", "Tuned"]
     # A phrasal verb's "with", and a "with" inside a "where" clause, name no method.
     assert answerer(retriever)._with_key_terms("deal with vision-language models", hits, [0, 1, 2]) == [0, 1, 2]
     assert answerer(retriever)._with_key_terms(
