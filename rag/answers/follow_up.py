@@ -167,9 +167,14 @@ NOTHING_BEFORE = ("There is no earlier answer in this conversation to point back
                   "first, e.g. \"Which papers are about federated learning?\", then \"the second one?\".")
 
 
-def points_back_alone(question: str) -> bool:
-    """Does the message only point at an earlier answer's paper ("the second one?")?"""
-    return bool(_ONLY_POINTS_BACK.match(question))
+# "what did the second one evaluate on?", "summarize [2]", "is the latter better?": a place in an earlier answer.
+_POINTS_AT_PLACE = re.compile(rf"\bthe\s+(?:{_ORDINAL_WORD}|last)\s+(?:one|paper)s?\b|\[\d{{1,2}}\]|"
+                              r"\bthe\s+(?:former|latter)\b", re.IGNORECASE)
+
+
+def points_back(question: str) -> bool:
+    """Does the message point at an earlier answer's paper ("the second one?", "what did the first paper find?")?"""
+    return bool(_ONLY_POINTS_BACK.match(question) or _POINTS_AT_PLACE.search(question))
 
 
 def _no_such_paper(reference: str, last: Sequence[Hit]) -> str:

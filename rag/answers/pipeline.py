@@ -27,7 +27,7 @@ from rag.answers.extractive import (
     question_names,
     says_it_builds,
 )
-from rag.answers.follow_up import NOTHING_BEFORE, FollowUp, pinned_first, points_back_alone, ranked, resolve_follow_up
+from rag.answers.follow_up import NOTHING_BEFORE, FollowUp, pinned_first, points_back, ranked, resolve_follow_up
 from rag.answers.membership import as_list_question, framing_typos_fixed
 from rag.answers.metadata import metadata_answer
 from rag.answers.numbering import StreamNumbers, consecutive, renumber_text
@@ -188,7 +188,7 @@ def fixed_answer(question: str, history: Sequence[dict] = (),
 
     The pipeline answers these first; a caller that would start a model for the answer asks here before."""
     fixed = small_talk_answer(question, papers) or (
-        fixed_reply(question, NOTHING_BEFORE, refused=True) if not history and points_back_alone(question) else None)
+        fixed_reply(question, NOTHING_BEFORE, refused=True) if not history and points_back(question) else None)
     if fixed:
         fixed.backend = FIXED_REPLY_BACKEND
     return fixed

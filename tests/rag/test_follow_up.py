@@ -146,7 +146,10 @@ def test_an_answered_follow_up_cites_the_pinned_paper(fake_retriever):
     assert {c.title for c in answer.citations} == {"Fed-Kalter"}
 
 
-@pytest.mark.parametrize("question", ["the second one?", "and the last paper?", "[2]", "what about the first one?"])
+@pytest.mark.parametrize("question", ["the second one?", "and the last paper?", "[2]", "what about the first one?",
+                                      # ... or asks about it: it was searched, and answered about unrelated papers.
+                                      "what did the second one evaluate on?", "summarize [2]",
+                                      "is the latter better?"])
 def test_pointing_back_in_a_new_conversation_says_there_is_nothing_before(fake_retriever, question):
     answer = AnswerPipeline(fake_retriever, fake_retriever.embedder, None).answer(question)
     assert answer.refused and answer.about_paperchat and not answer.sources
@@ -181,3 +184,9 @@ def test_a_place_beyond_every_earlier_answer_is_said_not_searched(fake_retriever
     listed = turn(LIST_ANSWER, papers=ids(fake_retriever, "FedSSM", "Fed-Kalter", "FedVPA-GP"))
     assert resolve_follow_up("what did the second one evaluate on?", listed, fake_retriever, None).pinned == ids(
         fake_retriever, "Fed-Kalter")
+
+
+@pytest.mark.parametrize("question", ["What was the first method to use state space models for clients?",
+                                      "Which papers study the second-order optimizers?"])
+def test_a_first_question_that_mentions_an_order_is_answered(fake_retriever, question):
+    assert not AnswerPipeline(fake_retriever, fake_retriever.embedder, None).answer(question).about_paperchat
