@@ -260,8 +260,8 @@ class Components:
         not finish (an interrupted rebuild), else from the corpus folder. An index an ingest left half-written is
         used as it is, with a warning that says how to complete it."""
         papers, _chunks = self.store.counts()
-        unfinished = [Path(p) for p in self.store.unfinished_paths()]
         if papers == 0:
+            unfinished = [Path(p) for p in self.store.unfinished_paths()]
             check_auto_build(self.store, self.settings)
             where = ", ".join(map(str, unfinished)) if unfinished else str(self.settings.corpus_dir)
             self.warn(f"the index is empty: building it from {where} first")

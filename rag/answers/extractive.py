@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 
 import numpy as np
 
@@ -141,26 +142,26 @@ _ASKS_NAME = re.compile(
     re.IGNORECASE,
 )
 _COUNT = r"(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\d{1,2})"  # "which four/12 X"
+# The kinds of thing a question asks the names of ("which four benchmarks", "the names of the datasets").
+_NAMEABLE = (r"datasets?|benchmarks?|baselines?|models?|llms?|methods?|tasks?|environments?|metrics?|languages?|"
+             r"tools?|games?|domains?")
+_NAMED_KINDS = rf"{_NAMEABLE}|agents?"
 # "Which specific model ...?", "which four benchmarks ...?": a question that already knows how many, or wants the
 # exact one, asks for names; "four multimodal benchmarks" does not answer it.
 _ASKS_WHICH_EXACTLY = re.compile(
     r"^\W*(?:(?:which|what)(?:\s+(?:are|were|was|is)\s+the)?|(?:can\s+you\s+|please\s+)?(?:list|name)\s+(?:all\s+)?the)"
     r"\s+(?:(?:specific|exact|particular|actual)\s+|"
     rf"{_COUNT}\s+)"
-    r"(?:[\w-]+\s+){0,2}?(?P<kind>datasets?|benchmarks?|baselines?|models?|llms?|methods?|tasks?|environments?|"
-    r"metrics?|languages?|tools?|games?|domains?|architectures?|algorithms?|modalities|agents?)\b",
+    rf"(?:[\w-]+\s+){{0,2}}?(?P<kind>{_NAMED_KINDS}|architectures?|algorithms?|modalities)\b",
     re.IGNORECASE,
 )
 # A question that asks outright for names ("What are the names of the four benchmarks ...?", "Name the datasets
 # ..."): there a description ("four multimodal benchmarks") does not answer, whatever is named.
 _ASKS_NAMES_OF = re.compile(
     r"\b(?:names?\s+of|name\s+(?:the|all|each|every))\s+(?:(?:the|its|their|all|each|every)\s+)?"
-    r"(?:[\w-]+\s+){0,3}?(datasets?|benchmarks?|baselines?|models?|llms?|methods?|tasks?|environments?|metrics?|"
-    r"languages?|tools?|games?|domains?)\b",
+    rf"(?:[\w-]+\s+){{0,3}}?({_NAMEABLE})\b",
     re.IGNORECASE,
 )
-_NAMED_KINDS = (r"datasets?|benchmarks?|baselines?|models?|llms?|methods?|tasks?|environments?|metrics?|languages?|"
-                r"tools?|games?|domains?|agents?")
 # "RepCore is evaluated on five benchmarks: which ones are they?": the count is known, the names are asked.
 _WHICH_ONES = re.compile(
     rf"\b{_COUNT}\s+(?:[\w-]+\s+){{0,2}}?"
@@ -516,12 +517,12 @@ class ExtractiveAnswerer:
         coverage = features[:, FEATURES.index("topic_coverage")]
         # "Which papers mention GRPO?", "... use LoRA?": the name is the whole topic, so every paper that mentions
         # it qualifies, however little else of it sounds like the question, and none when no paper does.
-        built = _NEW_ARTIFACT.search(topic)
+        artifact = built_artifact(topic)
         if required and _names_alone(topic, required):
             chosen = sorted((i for i, c in enumerate(chance) if c > 0), key=lambda i: -chance[i])
             if not chosen:
                 return [], 0.0, 0.0, False
-        elif built and (makers := [i for i, h in enumerate(said) if _builds(h, built.group("artifact"))]):
+        elif artifact and (makers := [i for i, h in enumerate(said) if _builds(h, artifact)]):
             # "Which papers propose a new benchmark?": those that build one, not every paper evaluated on one.
             chosen = sorted(makers, key=lambda i: -chance[i])
         else:
@@ -949,6 +950,7 @@ def built_artifact(topic: str) -> str | None:
     return match.group("artifact") if match else None
 
 
+@cache  # compiled once per kind asked, not once for each abstract a scan reads
 def _building(artifact: str) -> re.Pattern[str]:
     # Asked for a benchmark, a dataset built to study something else is none ("We first construct a controlled
     # dataset ... to elicit comparable internal states"); asked for a dataset or a corpus, a benchmark's data is one.
