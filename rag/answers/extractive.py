@@ -26,7 +26,7 @@ from functools import cache
 import numpy as np
 
 from rag.answers.membership import FEATURES, MembershipParams, chances, list_topic, listed, membership_features
-from rag.answers.sentence_kinds import sentence_penalties
+from rag.answers.sentence_kinds import asks_for_findings, can_lead_with_finding, sentence_penalties
 from rag.corpus.chunking import split_sentences
 from rag.corpus.titles import is_generic, looks_coined, name_regex
 from rag.embedding.models import Embedder
@@ -695,7 +695,14 @@ class ExtractiveAnswerer:
                 break
             if i not in chosen:
                 chosen.append(i)
-        return [sentences[i] for i in sorted(chosen[:max(n, len(parts) - 1)])]  # keep the abstract's order
+        chosen = chosen[:max(n, len(parts) - 1)]
+        leads = [i for i in chosen if can_lead_with_finding(sentences[i])]
+        if len(parts) == 1 and leads and asks_for_findings(question):
+            # "What did MA-RAG evaluate on?" is answered by its evaluation sentence: it leads, not the opening
+            # that introduces the paper; the other sentences follow in the abstract's order.
+            lead = max(leads, key=lambda i: overall[i])
+            return [sentences[lead], *(sentences[i] for i in sorted(chosen) if i != lead)]
+        return [sentences[i] for i in sorted(chosen)]  # the abstract's order: it reads as it was written
 
 
 # --- names in questions -----------------------------------------------------------------------------------------

@@ -42,8 +42,29 @@ _ASKS_FOR_RESULTS = re.compile(r"\b(?:results?|perform(?:s|ed|ance)?|how (?:well
                                r"evaluat\w*|experiments?|empirical\w*|does it (?:work|do)|gains?)\b", re.IGNORECASE)
 _REPORTS_RESULTS = re.compile(r"\b(?:experiment\w*|evaluat\w*|benchmarks?|datasets?|outperform\w*|achiev\w*|"
                               r"improv\w*|state-of-the-art|demonstrat\w*|show(?:s|n|ed)?|surpass\w*|gains?|"
-                              r"reduc\w*|speed-?ups?|faster|accura\w*|results?|empirical\w*|find(?:s|ings)?)\b|\d",
+                              r"reduc\w*|speed-?ups?|faster|accura\w*|results?|empirical\w*|find(?:s|ings)?)\b|"
+                              r"\d(?!\d*\))",  # a figure, not the "(3)" that numbers a contribution
                               re.IGNORECASE)
+# Asked what a paper found or where it was tested ("What did X evaluate on?", "How was X evaluated?", "Which
+# datasets ...?", "what were its results?"): the answer leads with the sentence that says it. Not a question that
+# merely uses such a word ("a full benchmark is too expensive, so I want ...", "pass/fail results from ...").
+_ASKS_WHAT_IT_FOUND = re.compile(
+    r"\b(?:what|which|how many)\s+(?:[\w'-]+\s+){0,3}?(?:results?|findings?|outcomes?|benchmarks?|datasets?|tasks|"
+    r"baselines|metrics|experiments?|improvements?|gains?|accuracy|performance|speed-?ups?)\b"
+    r"|\bhow\s+(?:well|good|much better|(?:does|did|do)\s.{0,40}?\bperform|(?:was|were|is|are)\s.{0,40}?\b"
+    r"(?:evaluated|tested|validated|benchmarked))\b"
+    r"|\b(?:evaluat(?:e|ed|ing)|test(?:ed)?|benchmark(?:ed)?|validat(?:e|ed)|experiment(?:s|ed)?)\s+(?:it\s+|them\s+)?"
+    r"(?:on|against|across)\b"
+    r"|\bwhat\s+(?:did|does|do)\s.{0,40}?\b(?:find|show|achieve|report)\b",
+    re.IGNORECASE)
+# A sentence that leans on the one before it ("To address this, ...", "Using these subsets, ...", "Furthermore,
+# ...") cannot open an answer: out of its place it points at nothing.
+_LEANS_ON_PREVIOUS = re.compile(
+    r"^\W*(?:this|these|those|such|it|its|they|their|there|furthermore|moreover|additionally|also|in addition|"
+    r"further|then|thus|hence|therefore|consequently|as a result|however|yet|instead|finally|"
+    r"(?:to|we)\s+(?:address|tackle|solve|overcome|mitigate|fill)\s+(?:this|these|that|them|it)|to this end|"
+    r"(?:using|with|given|building on|based on|through)\s+(?:this|these|that|those|such|it|them))\b"
+    r"|^\W*\(\d+\)", re.IGNORECASE)
 
 
 # A finding set against earlier work ("Experiments on four benchmarks show 3% higher accuracy than prior methods")
@@ -64,3 +85,13 @@ def sentence_penalties(question: str, sentences: Sequence[str], *, links: float,
                                     and not _REPORTS_FINDING.search(s)) else
                      no_results if not _REPORTS_RESULTS.search(s) else 0.0
                      for s in sentences], dtype=np.float32)
+
+
+def asks_for_findings(question: str) -> bool:
+    """Does the question ask what a paper found or where it was tested? Its answer then leads with a finding."""
+    return bool(_ASKS_WHAT_IT_FOUND.search(question))
+
+
+def can_lead_with_finding(sentence: str) -> bool:
+    """Can this sentence open an answer about what a paper found: it reports a finding and reads on its own?"""
+    return bool(_REPORTS_RESULTS.search(sentence)) and not _LEANS_ON_PREVIOUS.search(sentence)

@@ -398,6 +398,22 @@ def test_the_papers_own_name_does_not_pick_the_sentence(retriever):
     assert plan.papers[0].sentences == ["Slices are scored by their Mahalanobis distance."]
 
 
+@pytest.mark.parametrize("question", ["How was adaptive slicing for packet routers evaluated?",
+                                      "What results does adaptive slicing report for packet routers?",
+                                      "Which benchmarks did adaptive slicing for packet routers use?"])
+def test_asked_what_a_paper_found_the_finding_leads_the_answer(retriever, question):
+    # The opening that introduces the paper used to come first (the abstract's order), the answer after it.
+    plan = answerer(retriever).plan(question, [_hit(ABSTRACT)])
+    sentences = plan.papers[0].sentences
+    assert sentences[0] == RESULT and len(sentences) > 1
+
+
+def test_asked_what_a_paper_does_the_sentences_keep_the_abstracts_order(retriever):
+    plan = answerer(retriever).plan("What do adaptive slices do for packet routers?", [_hit(ABSTRACT)])
+    sentences = plan.papers[0].sentences
+    assert len(sentences) > 1 and sentences == sorted(sentences, key=ABSTRACT.index)
+
+
 def test_a_leading_clause_naming_the_study_does_not_pick_the_sentence(retriever):
     # "In the ... study," says which paper; its words match the sentence that describes the study, not the answer.
     one = ExtractiveAnswerer(retriever.embedder, ExtractiveParams(sentences_single=1, lexical_weight=2.0),
