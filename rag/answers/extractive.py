@@ -26,7 +26,7 @@ from functools import cache
 import numpy as np
 
 from rag.answers.membership import FEATURES, MembershipParams, chances, list_topic, listed, membership_features
-from rag.answers.sentence_kinds import asks_for_findings, can_lead_with_finding, sentence_penalties
+from rag.answers.sentence_kinds import asks_for_findings, can_lead_with_finding, reads_alone, sentence_penalties
 from rag.corpus.chunking import split_sentences
 from rag.corpus.titles import is_generic, looks_coined, name_regex
 from rag.embedding.models import Embedder
@@ -363,8 +363,11 @@ class ExtractiveAnswerer:
         self.asking_words = frozenset(self.analyze.plain(_ASKS_WHAT_IT_DOES))
         self.comparison_words = frozenset(self.analyze.plain(_COMPARED_WITH))
 
-    def plan(self, question: str, hits: Sequence[Hit]) -> AnswerPlan:
-        """Which papers answer ``question`` and with which sentences, or why none does (see the module docstring)."""
+    def plan(self, question: str, hits: Sequence[Hit], *, pointed: bool = False) -> AnswerPlan:
+        """Which papers answer ``question`` and with which sentences, or why none does (see the module docstring).
+
+        ``pointed``: the question points at ``hits[0]`` without naming it (a follow-up's "its", "the second one"),
+        so it is asked of that paper as if it named it."""
         if not hits:
             return AnswerPlan("not_covered")
         count = counts_papers(question)
@@ -399,7 +402,7 @@ class ExtractiveAnswerer:
         if not papers:
             return AnswerPlan("not_covered", multi=multi)
         if not multi and not is_multi_paper_question(question):
-            missing = self.unstated(question, hits[papers[0].index])
+            missing = self.unstated(question, hits[papers[0].index], pointed=pointed)
             if missing:
                 return AnswerPlan("not_stated", papers[:1], multi=False, missing=missing)
         return AnswerPlan("answer", papers, multi=multi, count=count, closest=closest, covered=covered, named=named)
@@ -421,7 +424,7 @@ class ExtractiveAnswerer:
 
     # --- does the abstract state what is asked? ---------------------------------------------------------
 
-    def unstated(self, question: str, hit: Hit) -> str:
+    def unstated(self, question: str, hit: Hit, *, pointed: bool = False) -> str:
         """What the question asks of ``hit`` that its abstract does not state ("" when nothing is missing).
 
         Two checks, both about the question's form rather than its topic: every name the question gives
@@ -430,7 +433,7 @@ class ExtractiveAnswerer:
         """
         asks_figure = asks_for_figure(question)
         asked_name = asks_for_name(question)
-        if not asks_figure and not asked_name and not names_paper(question, hit):
+        if not asks_figure and not asked_name and not pointed and not names_paper(question, hit):
             return ""  # a question that describes a paper in its own words asks for no particular detail
         abstract = hit.abstract or hit.text
         absent = [name for name in question_names(without_title(question, hit.title)) if not mentions(hit, name)]
@@ -509,7 +512,8 @@ class ExtractiveAnswerer:
         names = question_names(topic)
         # A name an abstract sets itself apart from ("Unlike models ... (e.g., Mamba), Caracal uses ...") is no name
         # it uses, unless what is asked is what abstracts mention.
-        said = hits if _ABOUT_MENTIONS.search(topic) else [_as_said(topic, h) for h in hits]
+        # A name typed alone ("Mamba") asks what mentions it.
+        said = hits if _ABOUT_MENTIONS.search(topic) or _ONE_NAME.match(topic) else [_as_said(topic, h) for h in hits]
         mentioned = [any(mentions(h, n) for n in names) for h in said] if names else []
         required = required_names(topic)
         if required:  # "... evaluate on ALFWorld": no paper qualifies for a name by meaning alone
@@ -696,13 +700,17 @@ class ExtractiveAnswerer:
             if i not in chosen:
                 chosen.append(i)
         chosen = chosen[:max(n, len(parts) - 1)]
-        leads = [i for i in chosen if can_lead_with_finding(sentences[i])]
-        if len(parts) == 1 and leads and asks_for_findings(question):
-            # "What did MA-RAG evaluate on?" is answered by its evaluation sentence: it leads, not the opening
-            # that introduces the paper; the other sentences follow in the abstract's order.
+        # The sentence that says what is asked leads, the others follow in the abstract's order (which reads as it
+        # was written): asked what a paper found ("What did MA-RAG evaluate on?"), its finding, not the opening
+        # that introduces the paper; asked about a name ("Mamba", "... on MedQA?"), the sentence that gives it.
+        names = [n for n in question_names(question) if n.lower() not in hit.title.lower()]
+        named = [i for i in chosen if reads_alone(sentences[i]) and any(_says(sentences[i], n) for n in names)]
+        findings = [i for i in (named or chosen) if can_lead_with_finding(sentences[i])] if (
+            asks_for_findings(question)) else []
+        if len(parts) == 1 and (leads := findings or named):
             lead = max(leads, key=lambda i: overall[i])
             return [sentences[lead], *(sentences[i] for i in sorted(chosen) if i != lead)]
-        return [sentences[i] for i in sorted(chosen)]  # the abstract's order: it reads as it was written
+        return [sentences[i] for i in sorted(chosen)]
 
 
 # --- names in questions -----------------------------------------------------------------------------------------
@@ -862,7 +870,13 @@ def required_names(topic: str) -> list[str]:
     """The names a list topic asks every listed paper to mention: those of its main clause ("ALFWorld" of
     "evaluate LLM agents on ALFWorld"), not those given as examples ("medical images such as X-rays or CT scans"):
     a paper about the topic need not use them."""
-    return question_names(_SUBORDINATE.sub("", topic))
+    head = _SUBORDINATE.sub("", topic)
+    return question_names(head) or ([head] if _ONE_NAME.match(head) and not is_generic(head) else [])
+
+
+# A topic that is one capitalised word ("Mamba" typed alone, "Which papers are about Mamba?"): a name, though it
+# stands first in the topic, where a capitalised word is no name by itself.
+_ONE_NAME = re.compile(r"^[A-Z][\w-]*[A-Za-z0-9]$")
 
 
 # How people write in a chat box, not names of anything a paper could mention: "ELI5 ConPress", "TL;DR of X".
@@ -921,6 +935,11 @@ def mentions(hit: Hit, name: str) -> bool:
     # words match a two-letter name ("CT": "classification tasks") in most abstracts by chance.
     letters = singular.lower()
     return len(letters) >= 3 and letters.isalpha() and letters in _initials(abstract)
+
+
+def _says(sentence: str, name: str) -> bool:
+    """Does this one sentence mention ``name`` (as ``mentions`` reads an abstract)?"""
+    return mentions(Hit(rank=0, paper_id="", title="", score=0.0, source="", ordinal=0, text=sentence), name)
 
 
 # A hyphen as abstracts write it: LaTeX's "--" ("Metropolis--Hastings"), en and em dashes, Unicode hyphens.

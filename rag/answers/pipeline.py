@@ -38,6 +38,7 @@ from rag.answers.topic_questions import filtered_collection_answer, related_answ
 from rag.corpus.titles import looks_coined
 from rag.embedding.models import Embedder
 from rag.errors import LLMInterrupted
+from rag.labels import place_label
 from rag.llm.client import ChatModel
 from rag.retrieval.retriever import Retriever, validate_question
 from rag.topics.model import TopicMap
@@ -85,6 +86,9 @@ class PipelineConfig:
     # How the embedded tiny model answers: "lead" (cited evidence with a checked one-sentence lead written by
     # the model), "evidence" (it answers from numbered evidence sentences) or "abstracts" (from whole abstracts).
     small_model_design: str = "lead"
+    # A question this short that gives a name no paper mentions ("What datasets does GraphSAGE use?") is declined
+    # for it; a longer one is answered if it can be (its names may be context: "... also handle LoRA adapters").
+    short_question_words: int = 15
     multi_candidates: int = 30  # how deep "which papers ..." / "how many papers ..." look for papers that qualify
     # "Which papers propose a new benchmark?" reads every abstract of an index this small (a regex each: about a
     # millisecond per thousand papers); beyond, the search's candidates alone.
@@ -95,6 +99,11 @@ class PipelineConfig:
     small_model_lead_support: float = 0.85
     # A lead whose words are mostly the evidence's own repeats it (often behind "The answer is:"): left out.
     small_model_lead_new_words: float = 0.25
+
+
+# Where a question's examples start ("GNNs such as GraphSAGE", "(e.g., Mamba)"): their names ask for nothing.
+_EXAMPLES_TAIL = re.compile(r"\s*(?:\(|,?\s*(?:e\.g\.|for example|for instance|such as|including)(?![\w-])).*$",
+                            re.IGNORECASE)
 
 
 def did_you_mean(question: str, hits: Sequence[Hit], papers: Callable[[], Sequence[Paper]] | None) -> str:
@@ -282,11 +291,19 @@ class AnswerPipeline:
 
         plan = None
         unused: tuple[str, ...] = ()  # a refused list topic's words that no abstract uses
-        relevant = bool(hits) and self._relevant(question, hits, pinned=bool(follow.pinned))
-        if relevant or (hits and multi):
+        # "What datasets does GraphSAGE use?": a name no paper of the index mentions is no paper's to answer for
+        # (Fed-Kalter's datasets were given). Not a follow-up's, nor one beside a paper it names ("Does FedSSM
+        # beat GraphSAGE?": that abstract does not state it, which the plan says).
+        unknown = [] if follow.pinned or any(names_paper(question, h) for h in hits) else (
+            self._unknown_names(question, papers))
+        # In a short question the name is what is asked about; in a long description of what the reader wants
+        # ("... should also handle LoRA adapters"), it may be context the paper never needed to name.
+        declined = bool(unknown) and len(question.split()) <= self.config.short_question_words
+        relevant = bool(hits) and not declined and self._relevant(question, hits, pinned=bool(follow.pinned))
+        if relevant or (hits and multi and not declined):
             # A follow-up about pinned papers is answered from them, in the question's own words (the
             # paper's name added to the query would make the abstract look as if it left the question open).
-            plan = self.extractive.plan(plan_question, hits[:focus] if focus else hits)
+            plan = self.extractive.plan(plan_question, hits[:focus] if focus else hits, pointed=focus == 1)
             # A list question's framing ("how many of the papers ..., and which ones?") dilutes its similarity to
             # any one abstract: a listed paper with a sentence that says its topic nearly in its words will do, or
             # a likeliest paper whose abstract uses most of the topic's words (as ``_relevant`` asks of a question),
@@ -304,8 +321,8 @@ class AnswerPipeline:
         if plan is None or plan.kind == "not_covered":
             passing = (f" No paper that passes the filter ({'; '.join(str(f) for f in filters)}) is close to it."
                        if filters and not unused else "")
-            lead = " ".join([self._no_abstract_uses(unused) or NOT_COVERED + passing,
-                             did_you_mean(question, hits, papers)])
+            lead = " ".join([self._no_abstract_mentions(unknown) or self._no_abstract_uses(unused)
+                             or NOT_COVERED + passing, did_you_mean(question, hits, papers)])
             answer.answer = self._not_covered(hits, lead=lead.strip())
             answer.refused = True
             yield TextEvent(content=answer.answer)
@@ -514,6 +531,34 @@ class AnswerPipeline:
     @staticmethod
     def _paper(hit: Hit) -> Paper:
         return Paper(hit.paper_id, hit.title, hit.abstract or hit.text, hit.source, hit.ordinal)
+
+    def _unknown_names(self, question: str, papers: Callable[[], Sequence[Paper]] | None) -> list[str]:
+        """The names the question gives (coined names, acronyms, capitalised words: "GraphSAGE", "Transformer-XL")
+        that no paper's title, abstract or author list mentions. Names given as examples ("GNNs such as
+        GraphSAGE") ask for nothing by themselves. Every paper is read when the index is small enough
+        (``builders_scan_max``); beyond, none is called unknown."""
+        main = _EXAMPLES_TAIL.sub("", question)
+        # Not a description ("DINO-style features") nor a compound of a field's acronym ("LLM-generated text").
+        names = [n for n in question_names(main) if not re.search(rf"(?<![\w-]){re.escape(n)}-[a-z]", main)
+                 and not any(part.islower() and len(part) > 2 for part in n.split("-"))]
+        if not names or papers is None:
+            return []
+        every = papers()
+        if len(every) > self.config.builders_scan_max:
+            return []
+        # What a paper's record says besides its abstract: its authors, its venue ("What ICML 2026 papers ...?").
+        hits = [Hit(rank=i + 1, paper_id=p.paper_id, title=p.title, score=0.0, source=p.source, ordinal=p.ordinal,
+                    text="", abstract=" ".join([p.abstract, *p.authors, p.venue, place_label(p.source, p.ordinal)]))
+                for i, p in enumerate(every)]
+        return [name for name in names if not any(mentions(h, name) for h in hits)]
+
+    @staticmethod
+    def _no_abstract_mentions(names: Sequence[str]) -> str:
+        """The refusal's lead when the question gives names no paper mentions: says which."""
+        if not names:
+            return ""
+        quoted = ", ".join(f"'{n}'" for n in names[:3])
+        return f"{NOT_COVERED} No paper in the index mentions {quoted}."
 
     @staticmethod
     def _no_abstract_uses(words: Sequence[str]) -> str:

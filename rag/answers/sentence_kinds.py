@@ -63,8 +63,8 @@ _LEANS_ON_PREVIOUS = re.compile(
     r"^\W*(?:this|these|those|such|it|its|they|their|there|furthermore|moreover|additionally|also|in addition|"
     r"further|then|thus|hence|therefore|consequently|as a result|however|yet|instead|finally|"
     r"(?:to|we)\s+(?:address|tackle|solve|overcome|mitigate|fill)\s+(?:this|these|that|them|it)|to this end|"
-    r"(?:using|with|given|building on|based on|through)\s+(?:this|these|that|those|such|it|them))\b"
-    r"|^\W*\(\d+\)", re.IGNORECASE)
+    r"(?:using|with|given|building on|based on|through)\s+(?:this|these|that|those|such|it|them))\b",
+    re.IGNORECASE)
 
 
 # A finding set against earlier work ("Experiments on four benchmarks show 3% higher accuracy than prior methods")
@@ -92,6 +92,11 @@ def asks_for_findings(question: str) -> bool:
     return bool(_ASKS_WHAT_IT_FOUND.search(question))
 
 
+def reads_alone(sentence: str) -> bool:
+    """Can this sentence open an answer: it does not lean on the one before it ("To address this, ...")?"""
+    return not _LEANS_ON_PREVIOUS.search(sentence)
+
+
 def can_lead_with_finding(sentence: str) -> bool:
     """Can this sentence open an answer about what a paper found: it reports a finding and reads on its own?"""
-    return bool(_REPORTS_RESULTS.search(sentence)) and not _LEANS_ON_PREVIOUS.search(sentence)
+    return bool(_REPORTS_RESULTS.search(sentence)) and reads_alone(sentence)

@@ -414,6 +414,17 @@ def test_asked_what_a_paper_does_the_sentences_keep_the_abstracts_order(retrieve
     assert len(sentences) > 1 and sentences == sorted(sentences, key=ABSTRACT.index)
 
 
+def test_a_name_typed_alone_lists_the_papers_that_mention_it_leading_with_that_sentence(bundled_papers):
+    # "Mamba" alone (read as "Which papers are about Mamba?") was answered with MA-RAG, which never mentions it;
+    # Caracal names it, if only to set itself apart.
+    papers = [p for p in bundled_papers if p.title in ("MA-RAG", "Caracal")]
+    retriever = FakeRetriever(papers)
+    hits = sorted(retriever.search("Which papers are about Mamba?", 2), key=lambda h: h.title != "MA-RAG")
+    plan = answerer(retriever).plan("Which papers are about Mamba?", hits)
+    assert plan.kind == "answer" and [hits[p.index].title for p in plan.papers] == ["Caracal"]
+    assert "Mamba" in plan.papers[0].sentences[0]
+
+
 def test_a_leading_clause_naming_the_study_does_not_pick_the_sentence(retriever):
     # "In the ... study," says which paper; its words match the sentence that describes the study, not the answer.
     one = ExtractiveAnswerer(retriever.embedder, ExtractiveParams(sentences_single=1, lexical_weight=2.0),

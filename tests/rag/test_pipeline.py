@@ -159,6 +159,19 @@ def test_follow_up_resolves_ordinal_and_pins_paper(fake_retriever):
     assert answer.sources[0].paper_id == first[1].paper_id
 
 
+@pytest.mark.parametrize(("follow_up", "missing"), [("what about its limitations?", "says nothing of its own"),
+                                                    ("did it use GRPO?", "never mentions GRPO")])
+def test_a_follow_up_about_the_paper_it_points_at_is_declined_as_if_named(fake_retriever, follow_up, missing):
+    # "its limitations" was answered with the problem FedSSM starts from (asked with its name, it was declined).
+    pipeline = make_pipeline(fake_retriever, None)
+    fedssm = next(h for h in fake_retriever.search("FedSSM", 10) if h.title == "FedSSM")
+    history = [{"role": "user", "content": "Tell me about FedSSM"},
+               {"role": "assistant", "content": "FedSSM selects clients [1].", "papers": [fedssm.paper_id]}]
+    answer = pipeline.answer(follow_up, history)
+    assert answer.refused and answer.not_stated and missing in answer.answer
+    assert [c.title for c in answer.citations] == ["FedSSM"]
+
+
 def test_follow_up_finds_papers_by_title_in_plain_history(fake_retriever):
     pipeline = make_pipeline(fake_retriever, None)
     history = [{"role": "user", "content": "client selection?"},
@@ -342,6 +355,37 @@ def test_a_near_miss_of_a_papers_name_is_declined_with_the_name_it_nearly_is(bun
     answer = AnswerPipeline(retriever, retriever.embedder, None).answer(question)
     assert answer.refused and answer.answer.startswith(NOT_COVERED)
     assert f"did you mean {suggested}?" in answer.answer
+
+
+@pytest.mark.parametrize(("question", "name"), [
+    ("What datasets does GraphSAGE use?", "GraphSAGE"),  # was answered with Fed-Kalter's datasets
+    ("What does the Transformer-XL paper propose?", "Transformer-XL"),
+    ("Which papers use GraphSAGE?", "GraphSAGE"),
+])
+def test_a_short_question_about_a_name_no_paper_mentions_is_declined_naming_it(bundled_papers, question, name):
+    by_title = {p.title: p for p in bundled_papers}
+    hits = [_hit_of(by_title["Fed-Kalter"], 1, 0.6), _hit_of(by_title["FedSSM"], 2, 0.5)]  # close in meaning
+    retriever = WholeIndex(hits, bundled_papers)
+    answer = AnswerPipeline(retriever, retriever.embedder, None).answer(question)
+    assert answer.refused and not answer.citations
+    assert f"No paper in the index mentions '{name}'." in answer.answer and "Fed-Kalter" in answer.answer
+
+
+@pytest.mark.parametrize("question", [
+    "What datasets does Fed-Kalter use?",  # a name the corpus has
+    "Which papers use GNNs such as GraphSAGE?",  # an example
+    "Which GraphSAGE-style models handle federated graphs?",  # a description
+    "How do federated graph learning methods handle LLM-generated graphs?",  # a compound of known words
+    # a long description of what the reader wants, the name in passing
+    "I need federated learning over graphs held by many clients, with Kalman filtering to smooth the updates, "
+    "which would also work for GraphSAGE encoders",
+])
+def test_a_name_given_in_passing_or_known_is_not_what_declines_a_question(bundled_papers, question):
+    by_title = {p.title: p for p in bundled_papers}
+    hits = [_hit_of(by_title["Fed-Kalter"], 1, 0.6), _hit_of(by_title["FedSSM"], 2, 0.5)]
+    retriever = WholeIndex(hits, bundled_papers)
+    answer = AnswerPipeline(retriever, retriever.embedder, None).answer(question)
+    assert "No paper in the index mentions" not in answer.answer
 
 
 def test_a_metric_typed_alone_asks_for_its_figure_not_for_a_list(fake_retriever):

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from rag.types import Answer
 from tests.conftest import PROJECT_ROOT
 from tests.fake_llm import ScriptedLLMServer, free_port
 from ui.cli.main import main
@@ -157,3 +158,14 @@ def test_a_detail_the_abstract_does_not_state_shows_the_nearest_paper_not_its_su
     assert "The abstract of FedSSM does not state this [1]: it names no benchmarks." in out.out
     assert "nearest paper, does not state this" in out.out and "closest sentence: " in out.out
     assert "support 0.00" not in out.out and "evidence: " not in out.out
+
+
+def test_a_question_searched_in_other_words_says_what_was_searched(capsys):
+    # "What did FedSMM evaluate on?" was answered about FedSSM without a word on the name put right.
+    from ui.cli.answers import show_sources
+
+    show_sources(Answer(question="What did FedSMM evaluate on?", answer="...", backend="extractive (no LLM)",
+                        search_query="What did FedSSM evaluate on?"))
+    assert 'note: searched for "What did FedSSM evaluate on?"' in capsys.readouterr().out
+    show_sources(Answer(question="What is FedSSM?", answer="...", search_query="What is  FedSSM?"))
+    assert "searched for" not in capsys.readouterr().out

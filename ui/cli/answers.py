@@ -62,6 +62,9 @@ def show_sources(answer) -> None:
         notes.append("not grounded: the answer cites no source, check it against the abstracts")
     if answer.interrupted:
         notes.append("the answer was interrupted: the endpoint stopped mid-answer")
+    # "What did FedSMM evaluate on?" is searched as "What did FedSSM evaluate on?": say so, as the web UI does.
+    if answer.search_query and " ".join(answer.search_query.split()) != " ".join(answer.question.split()):
+        notes.append(f"searched for \"{answer.search_query}\"")
     for note in notes:
         show(f"note: {note}")
     show(f"answered by: {answer.backend}")
