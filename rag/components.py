@@ -194,7 +194,9 @@ class Components:
         result = load_corpus(targets, namespace_under=corpus_dir, known_label=known.label_of)
         rejected = [p for p in result.problems if not p.kept]
         for problem in result.problems:
-            self.warn(f"{'warning' if problem.kept else 'skipped'} {problem}")
+            # "x.jsonl: line 2: 'abstract' is empty; skipped": said once, where the reason says it already.
+            lead = "warning " if problem.kept else "" if "skipped" in problem.reason else "skipped "
+            self.warn(f"{lead}{problem}")
         if not result.papers:
             raise CorpusError(
                 f"nothing to ingest: no valid abstracts in {', '.join(map(str, targets))} "

@@ -41,7 +41,11 @@ def readable(text: str) -> str:
     """``text`` without the LaTeX and Markdown markup a reader would otherwise see (see the module docstring)."""
     if not any(ch in text for ch in "\\$*_{"):
         return text
-    text = _MATH.sub(_math_or_prices, text)
+    for _ in range(3):  # math inside math: "$\textit{Spherical $\mathrm{SO}(3)$-Equivariant}$", the inner first
+        plain = _MATH.sub(_math_or_prices, text)
+        if plain == text:
+            break
+        text = plain
     text = _plain_commands(text)
     text = _BOLD.sub(r"\2", text)
     text = _ITALIC.sub(r"\1", text)

@@ -462,7 +462,7 @@ class ExtractiveAnswerer:
                              key=lambda t: (-self.idf(t), t))  # ties in a fixed order
             # Only what can be named counts: "tl;dr of FedSSM" lacks no word the corpus knows.
             if missing:
-                return "never mentions " + _join(_surface(question, missing[:3], self.analyze))
+                return "never mentions " + _join(_phrases(question, _surface(question, missing[:3], self.analyze)))
         if not asks_figure:
             return ""
         # Sentences with a figure ("(1) We ..." enumerates, "GPT-4o" names: neither is a figure).
@@ -898,6 +898,22 @@ def _surface(question: str, terms: Sequence[str], analyze: Callable[[str], list[
         for term in analyze(word):
             words.setdefault(term, word)
     return list(dict.fromkeys(words.get(t, t) for t in terms))
+
+
+def _phrases(question: str, words: Sequence[str]) -> list[str]:
+    """``words`` of the question that stand next to each other there joined as it writes them ("learning rate",
+    not "rate or learning"); the others as given."""
+    tokens = re.findall(r"[\w-]+", question)
+    where = {w: tokens.index(w) for w in words if w in tokens}
+    if len(where) < 2:
+        return list(words)
+    out: list[str] = []
+    for word in sorted(where, key=where.get):
+        if out and where[word] == where[out[-1].split()[-1]] + 1:
+            out[-1] = f"{out[-1]} {word}"
+        else:
+            out.append(word)
+    return out + [w for w in words if w not in where]
 
 
 def _present(term: str, present: set[str], analyze: Callable[[str], list[str]]) -> bool:

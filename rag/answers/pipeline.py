@@ -415,7 +415,10 @@ class AnswerPipeline:
             useful = bool(kept) and self._lead_adds(kept[0], evidence, hits, question)
             text = f"{checked.text}\n\n{evidence}" if useful else evidence
         else:
+            useful = bool(kept)
             text = checked.text if kept else evidence
+        if not useful:  # nothing the model wrote is shown: say so, not that it wrote the answer
+            answer.backend = f"{self.backend}: its text left out, the answer is the abstracts' own sentences"
         answer.interrupted = interrupted and not kept
         final = self._finish(answer, text, hits, refused=False)
         yield TextEvent(content=renumber_text(text, consecutive(final)))

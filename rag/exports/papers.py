@@ -83,7 +83,12 @@ def papers_bibtex(papers: Sequence[Paper], *, collection: str = "") -> str:
             fields.append(("booktitle", p.venue))
         if p.urls:
             fields.append(("url", p.urls[0]))
-        fields.append(("note", place_label(p.source, p.ordinal, venue=p.venue, collection=collection)))
+        # Where a reader finds it, in ASCII for classic BibTeX ("ICML 2026, #1 of file 000", not "·"); a title the
+        # corpus did not give (a name read from the abstract) is said to be one.
+        note = place_label(p.source, p.ordinal, venue=p.venue, collection=collection).replace(" \u00b7 ", ", ")
+        if not p.title_given:
+            note += "; title derived from the abstract (the corpus gives none)"
+        fields.append(("note", note))
         fields.append(("abstract", p.abstract))
         kind = "inproceedings" if p.venue else "misc"
         body = ",\n".join(f"  {name} = {{{_field_value(name, value)}}}" for name, value in fields)

@@ -75,6 +75,15 @@ def test_bibtex_parses_with_every_entry_its_metadata():
     assert "{first-order}" in adam["abstract"] and r"100\% of runs \& more\_stuff \#1 cost \$5" in adam["abstract"]
     assert r"\textasciitilde{} \^{} \textbackslash{} weird." in adam["abstract"]
     assert "year" not in entries[2][2] and "author" not in entries[2][2]
+    # Where to find it, in ASCII for classic BibTeX; a title read from the abstract is said to be one.
+    notes = [fields["note"] for _, _, fields in entries]
+    assert all(note.isascii() for note in notes)
+    assert "title derived from the abstract" in notes[2]
+
+
+def test_a_bibtex_note_gives_the_venue_without_a_middle_dot():
+    fields = parse_bibtex(papers_bibtex([Paper("p", "T", "a", "000.txt", 1, venue="ICML 2026", title_given=True)]))
+    assert fields[0][2]["note"] == r"ICML 2026, \#1 of 000.txt"  # a title given: nothing said of it
 
 
 def test_a_citation_key_always_starts_with_a_letter():

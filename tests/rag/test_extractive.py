@@ -680,3 +680,14 @@ def test_a_papers_own_limitations_are_answered_only_where_it_states_them(retriev
     assert (plan.kind == "not_stated") is declined, plan.missing
     if declined:
         assert plan.missing == "says nothing of its own limitations"
+
+
+@pytest.mark.parametrize(("question", "words", "phrases"), [
+    ("What learning rate did CaliDist use?", ["rate", "learning"], ["learning rate"]),  # was "rate or learning"
+    ("What batch size and optimizer did FedSSM use?", ["optimizer", "batch"], ["batch", "optimizer"]),
+    ("Which GPU?", ["TPU"], ["TPU"]),
+])
+def test_missing_words_that_stand_together_in_the_question_are_named_together(question, words, phrases):
+    from rag.answers.extractive import _phrases
+
+    assert _phrases(question, words) == phrases

@@ -276,6 +276,9 @@ def test_small_model_answer_is_evidence_with_a_checked_lead(fake_retriever):
     kept = lenient.answer(QUESTION)
     assert kept.answer.startswith(lead)
     assert len(kept.answer) > len(lead)  # the cited evidence follows the lead
+    # Who wrote what is said: the model where its lead is shown; the abstracts where nothing of it is.
+    assert kept.backend == model.label and "left out" not in kept.backend
+    assert "its text left out" in pipeline.answer(QUESTION).backend
 
 
 def test_small_model_lead_with_a_word_its_source_lacks_is_left_out(fake_retriever):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -40,3 +41,12 @@ def test_the_entry_point_loads_no_command_before_its_ctrl_c_handler_is_in_place(
     result = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, env=child_env(), capture_output=True,
                             text=True, timeout=60)
     assert result.stdout.strip() == "[]", result.stderr
+
+
+def test_version_is_printed_without_a_command(capsys):
+    # "paperchat --version" said "the following arguments are required: COMMAND".
+    from ui.cli.main import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0 and re.fullmatch(r"paperchat \d+\.\d+\.\d+\S*\n", capsys.readouterr().out)

@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     from ui.serve import add_serve_arguments
 
     parser = argparse.ArgumentParser(prog="paperchat", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"paperchat {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("ingest", help="index abstracts (default: the bundled ICML 2026 corpus)")
@@ -149,3 +150,13 @@ def main(argv: Sequence[str] | None = None, *, parts: Mapping[str, object] | Non
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _version() -> str:
+    """The installed package's version ("unknown" when run from a tree that was never installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("paperchat")
+    except PackageNotFoundError:
+        return "unknown"
