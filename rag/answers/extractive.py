@@ -26,7 +26,7 @@ from functools import cache
 import numpy as np
 
 from rag.answers.membership import FEATURES, MembershipParams, chances, list_topic, listed, membership_features
-from rag.answers.sentence_kinds import asks_for_findings, can_lead_with_finding, reads_alone, sentence_penalties
+from rag.answers.sentence_kinds import asks_for_findings, can_lead_with_finding, sentence_penalties
 from rag.corpus.chunking import split_sentences
 from rag.corpus.titles import is_generic, looks_coined, name_regex
 from rag.embedding.models import Embedder
@@ -703,11 +703,17 @@ class ExtractiveAnswerer:
         # The sentence that says what is asked leads, the others follow in the abstract's order (which reads as it
         # was written): asked what a paper found ("What did MA-RAG evaluate on?"), its finding, not the opening
         # that introduces the paper; asked about a name ("Mamba", "... on MedQA?"), the sentence that gives it.
-        names = [n for n in question_names(question) if n.lower() not in hit.title.lower()]
-        named = [i for i in chosen if reads_alone(sentences[i]) and any(_says(sentences[i], n) for n in names)]
+        # (Names only where papers are asked for by them, "Mamba", "Which papers use GRPO?": in a question about
+        # one paper they mostly say which paper it is, "What timing error does the ECG-to-PCG model achieve?".)
+        names = [n for n in question_names(question) if n.lower() not in hit.title.lower()] if (
+            is_multi_paper_question(question)) else []
+        figures = precise_figures(question)
+        # (What gives the name or figure asked leads even where it leans on the sentence before: it is the answer.)
+        named = [i for i in chosen if any(_says(sentences[i], n) for n in names)
+                 or any(states_figure(sentences[i], f) for f in figures)]
         findings = [i for i in (named or chosen) if can_lead_with_finding(sentences[i])] if (
-            asks_for_findings(question)) else []
-        if len(parts) == 1 and (leads := findings or named):
+            len(parts) == 1 and asks_for_findings(question)) else []
+        if leads := findings or named:
             lead = max(leads, key=lambda i: overall[i])
             return [sentences[lead], *(sentences[i] for i in sorted(chosen) if i != lead)]
         return [sentences[i] for i in sorted(chosen)]
@@ -951,6 +957,21 @@ def mentions(hit: Hit, name: str) -> bool:
     # words match a two-letter name ("CT": "classification tasks") in most abstracts by chance.
     letters = singular.lower()
     return len(letters) >= 3 and letters.isalpha() and letters in _initials(abstract)
+
+
+# A figure precise enough to tell one paper from the others: a decimal, a percentage, a thousands-separated count
+# ("99.65%", "2,250", "6.8 points"), not a small whole number ("four benchmarks", "3 stages").
+_PRECISE_FIGURE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)+%?|(?<![\w.])\d+%")
+
+
+def precise_figures(text: str) -> list[str]:
+    """The precise figures ``text`` gives ("99.65%", "2,250")."""
+    return _PRECISE_FIGURE.findall(text)
+
+
+def states_figure(text: str, figure: str) -> bool:
+    """Does ``text`` state ``figure`` as written (not as part of a longer number)?"""
+    return re.search(rf"(?<![\w.]){re.escape(figure)}(?!\d)", text) is not None
 
 
 def _says(sentence: str, name: str) -> bool:

@@ -24,8 +24,10 @@ from rag.answers.extractive import (
     is_multi_paper_question,
     mentions,
     names_paper,
+    precise_figures,
     question_names,
     says_it_builds,
+    states_figure,
 )
 from rag.answers.follow_up import NOTHING_BEFORE, FollowUp, pinned_first, points_back, ranked, resolve_follow_up
 from rag.answers.membership import as_list_question, framing_typos_fixed
@@ -104,6 +106,20 @@ class PipelineConfig:
 # Where a question's examples start ("GNNs such as GraphSAGE", "(e.g., Mamba)"): their names ask for nothing.
 _EXAMPLES_TAIL = re.compile(r"\s*(?:\(|,?\s*(?:e\.g\.|for example|for instance|such as|including)(?![\w-])).*$",
                             re.IGNORECASE)
+
+
+def _stated_figures(question: str, hit: Hit) -> list[str]:
+    """The precise figures the question gives that the paper's abstract states as written."""
+    return [f for f in precise_figures(question) if states_figure(hit.abstract or hit.text, f)]
+
+
+def stating_figures_first(question: str, hits: Sequence[Hit]) -> list[Hit]:
+    """``hits`` with those whose abstract states a precise figure the question gives ahead of the others ("Which
+    paper achieves 99.65% accuracy?" was refused: the one abstract that says it ranked second by meaning)."""
+    if not precise_figures(question):
+        return list(hits)
+    stating = [h for h in hits if _stated_figures(question, h)]
+    return ranked([*stating, *(h for h in hits if h not in stating)]) if stating else list(hits)
 
 
 def did_you_mean(question: str, hits: Sequence[Hit], papers: Callable[[], Sequence[Paper]] | None) -> str:
@@ -270,6 +286,8 @@ class AnswerPipeline:
         if multi and papers is not None:
             hits = self._with_builders(question, hits, papers)
         hits = pinned_first(follow, hits, self.retriever, k)
+        if not follow.pinned:
+            hits = stating_figures_first(question, hits)
         plan_question, hits, focus = self._follow_up_focus(question, hits, len(follow.pinned))
         # "Who wrote X?", "papers from 2024": answered from the papers' metadata, not their abstracts.
         collection = hits[0].collection if hits else ""
@@ -447,6 +465,8 @@ class AnswerPipeline:
         the top paper when its abstract uses a coined name the question gives ("Which paper introduces
         R2-Bench?": R2-Router's abstract builds it)."""
         if pinned or any(names_paper(question, h) for h in hits):
+            return True
+        if hits and _stated_figures(question, hits[0]):  # "Which paper reaches 99.65% accuracy?"
             return True
         if hits and any(looks_coined(name) and mentions(hits[0], name) for name in question_names(question)):
             return True

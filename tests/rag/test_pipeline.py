@@ -391,6 +391,19 @@ def test_a_name_given_in_passing_or_known_is_not_what_declines_a_question(bundle
     assert "No paper in the index mentions" not in answer.answer
 
 
+def test_a_precise_figure_finds_the_paper_that_states_it_and_leads_its_answer(bundled_papers):
+    # "Which paper achieves 99.65% accuracy ...?" was refused: the abstract that states it ranked second, below
+    # the bar in meaning.
+    by_title = {p.title: p for p in bundled_papers}
+    hits = [_hit_of(by_title["CaliDist"], 1, 0.2), _hit_of(by_title["Emotion circuits in LLMs"], 2, 0.15)]
+    retriever = WholeIndex(hits, bundled_papers)
+    answer = AnswerPipeline(retriever, retriever.embedder, None).answer("Which paper achieves 99.65% accuracy?")
+    assert not answer.refused and [c.title for c in answer.citations] == ["Emotion circuits in LLMs"]
+    assert "99.65%" in answer.answer.split("[1]")[0]
+    # A figure no abstract states, or a small whole number, picks no paper.
+    assert AnswerPipeline(retriever, retriever.embedder, None).answer("Which paper achieves 99.66% accuracy?").refused
+
+
 def test_a_metric_typed_alone_asks_for_its_figure_not_for_a_list(fake_retriever):
     # "FedSSM ImageNet top-1 accuracy?" typed as a search was taken for a topic ("Which papers are about ...?") and
     # answered with FedSSM's sentences; its abstract never mentions ImageNet.
