@@ -553,13 +553,14 @@ class ExtractiveAnswerer:
         if len(chosen) < 2:
             return chosen
         key = self.key_terms(topic, hits[chosen[0]]) | self._head_terms(topic, hits[chosen[0]])
-        if not key:
-            return chosen
         # A method named in words is used under its name, not by one of its words: "structure-reinforced" is no
-        # reinforcement learning (RGVQ was listed for "train VLMs with reinforcement learning").
+        # reinforcement learning (RGVQ was listed for "train VLMs with reinforcement learning"), "neural manifold"
+        # in "trained networks" no graph neural network.
         phrase = self._method_words(topic)
         if phrase and not self._says_phrase(hits[chosen[0]], phrase):
             phrase = []
+        if not key and not phrase:
+            return chosen
         return [chosen[0], *(i for i in chosen[1:] if self.uses_all(hits[i], key)
                              and (not phrase or self._says_phrase(hits[i], phrase)))]
 
@@ -573,20 +574,26 @@ class ExtractiveAnswerer:
         return None if head == topic and not method else head
 
     def _method_words(self, topic: str) -> list[str]:
-        """The method's words as a phrase ("reinforcement learning"), when it is one of two or three words."""
-        method = self._method(topic)
-        words = [w for w in _WORD_TOKEN.findall(method or "") if self.analyze(w)
-                 and not set(self.analyze(w)) & self.question_words]
+        """The method's words as a phrase ("reinforcement learning"), when it is one of two or three words; a topic
+        that names no method ("use state-space models", "graph neural networks") is the phrase itself. The verbs
+        and words that ask in front of it are left out ("use", "study"), a noun that ends it is not ("models")."""
+        method = self._method(topic) or topic
+        words = [w for w in _WORD_TOKEN.findall(method) if self.analyze(w)]
+        while words and (set(self.analyze(words[0])) <= self.question_words or words[0].lower() in _TOPIC_VERBS):
+            words.pop(0)
+        if any(w.lower() in ("or", "and", "nor") for w in words) or "," in method:
+            return []  # alternatives: a paper says one of them
         return words if 2 <= len(words) <= 3 else []
 
     def _says_phrase(self, hit: Hit, words: list[str]) -> bool:
-        """Does the abstract say the phrase (its words in a row, as analysed) or its acronym ("RL")?"""
+        """Does the abstract say the phrase (its words in a row, as analysed; "state space" as "state-space") or
+        its acronym ("RL", "SSM" of "state-space models")?"""
         abstract = hit.abstract or hit.text
-        terms = [t for w in words for t in self.analyze(w)]
-        said = self.analyze(abstract)
-        if any(said[i:i + len(terms)] == terms for i in range(len(said) - len(terms) + 1)):
+        terms = [t for w in words for t in self.analyze(w) if "-" not in t]
+        said = [t for t in self.analyze(abstract) if "-" not in t]
+        if any(_in_a_row(said, i, terms) for i, t in enumerate(said) if t == terms[0]):
             return True
-        acronym = "".join(w[0] for w in words).upper()
+        acronym = "".join(part[0] for w in words for part in w.split("-") if part).upper()
         return bool(re.search(rf"\b{re.escape(acronym)}s?\b", abstract))
 
     def _head_terms(self, topic: str, hit: Hit) -> set[str]:
@@ -972,6 +979,30 @@ def precise_figures(text: str) -> list[str]:
 def states_figure(text: str, figure: str) -> bool:
     """Does ``text`` state ``figure`` as written (not as part of a longer number)?"""
     return re.search(rf"(?<![\w.]){re.escape(figure)}(?!\d)", text) is not None
+
+
+# Verbs a list topic starts with ("build a world model", "propose new optimizers"): what a paper does with the
+# method, not part of its name.
+_TOPIC_VERBS = frozenset([
+    "build", "builds", "building", "develop", "develops", "developing", "propose", "proposes", "proposing", "design",
+    "designs", "designing", "introduce", "introduces", "introducing", "present", "presents", "train", "trains",
+    "training", "apply", "applies", "applying", "employ", "employs", "employing", "leverage", "leverages",
+    "leveraging", "adopt", "adopts", "adopting", "improve", "improves", "improving", "learn", "learns", "learning",
+    "use", "uses", "using", "study", "studies", "studying", "analyze", "analyse", "analyzes", "analyses", "explore",
+    "explores", "exploring", "investigate", "investigates", "new", "novel",
+])
+
+
+def _in_a_row(said: Sequence[str], start: int, terms: Sequence[str]) -> bool:
+    """Do ``terms`` follow one another in ``said`` from ``start``, a word at most between two of them ("federated
+    graph learning" says federated learning; "neural graph" does not say graph neural)?"""
+    at = start
+    for term in terms[1:]:
+        nxt = next((j for j in (at + 1, at + 2) if j < len(said) and said[j] == term), None)
+        if nxt is None:
+            return False
+        at = nxt
+    return True
 
 
 def _says(sentence: str, name: str) -> bool:

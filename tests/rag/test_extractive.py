@@ -590,8 +590,8 @@ def test_what_x_for_y_applies_must_be_used_by_every_listed_paper(retriever):
     ]
     chosen = answerer(retriever)._with_key_terms("reinforcement learning for LLM reasoning", hits, [0, 1, 2])
     assert [hits[i].title for i in chosen] == ["Agents", "Plan"]
-    # Without "for", no head is required: the topic's rare words decide, as before.
-    assert answerer(retriever)._with_key_terms("LLM reasoning", hits, [0, 1, 2]) == [0, 1, 2]
+    # Without "for", the topic is itself the phrase a listed paper says: Plan's agents "reason", of no LLM.
+    assert answerer(retriever)._with_key_terms("LLM reasoning", hits, [0, 1, 2]) == [0, 1]
 
 
 def test_the_method_after_with_must_be_used_by_every_listed_paper(retriever):
@@ -691,3 +691,22 @@ def test_missing_words_that_stand_together_in_the_question_are_named_together(qu
     from rag.answers.extractive import _phrases
 
     assert _phrases(question, words) == phrases
+
+
+@pytest.mark.parametrize(("topic", "abstracts", "listed"), [
+    # RepCore's "hidden states into a unified latent space" was listed for state-space models.
+    ("use state-space models", ["We predict dynamics with state space models.", "We align hidden states into one "
+     "latent space of models.", "Our SSMs scan sequences."], ["A", "C"]),
+    # NMNC's "neural manifold in trained networks" for graph neural networks.
+    ("graph neural networks", ["Graph neural networks over-smooth.", "The neural manifold of trained networks "
+     "on graph data.", "We regularise GNNs."], ["A", "C"]),
+    # A word between: "Federated Graph Learning" is federated learning.
+    ("federated learning", ["Federated learning across clients.", "Federated graph learning on clients.",
+     "Learning federated clients."], ["A", "B"]),
+    ("build a world model", ["We build robot world models.", "ORBIT, a prognostic World Model of the eye.",
+     "A model of the world."], ["A", "B"]),
+])
+def test_a_short_topic_is_said_as_a_phrase_or_its_acronym_by_every_listed_paper(retriever, topic, abstracts, listed):
+    hits = [_listed_hit(i + 1, "ABC"[i], text, 1.0 - i / 10) for i, text in enumerate(abstracts)]
+    chosen = answerer(retriever)._with_key_terms(topic, hits, [0, 1, 2])
+    assert [hits[i].title for i in chosen] == listed
