@@ -23,7 +23,16 @@ from rag.corpus.discovery import identity
 from rag.embedding.models import Embedder, ProgressBar
 from rag.embedding.runtime import build_embedder
 from rag.errors import ConfigError, CorpusError, LLMUnavailable, PaperchatError
-from rag.ingest import Ingestor, IngestReport, check_auto_build, index_manifest, index_sources, make_chunker
+from rag.ingest import (
+    Ingestor,
+    IngestReport,
+    check_auto_build,
+    copies_text,
+    index_manifest,
+    index_sources,
+    make_chunker,
+    without_copies,
+)
 from rag.redact import redact_url
 from rag.retrieval.hybrid import HybridRetriever
 from rag.settings import Settings
@@ -221,10 +230,15 @@ class Components:
             sources = {label: path.as_posix() for label, path in read.items()}
             if not rebuild:
                 sources = {**known.traced, **sources}
-            report = self.ingestor().ingest(result.papers, complete_sources=complete, sources=sources,
+            # A file copied under another name would list every paper twice ("4 papers", FedSSM twice).
+            papers, copies = without_copies(result.papers, self.store.iter_papers,
+                                            set() if rebuild else set(self.store.paper_hashes()))
+            for line in copies_text(copies):
+                self.warn(line)
+            report = self.ingestor().ingest(papers, complete_sources=complete, sources=sources,
                                             paths=[identity(t).as_posix() for t in targets])
             report.removed += removed
-        return IngestRun(len(result.papers), len(result.files), time.monotonic() - started, report, len(rejected),
+        return IngestRun(len(papers), len(result.files), time.monotonic() - started, report, len(rejected),
                          tuple(dropped))
 
     def unfinished_ingest(self) -> str | None:

@@ -27,6 +27,7 @@ from rag.corpus.discovery import identity
 from rag.embedding.batching import embed_distinct_by_length
 from rag.embedding.models import Embedder
 from rag.errors import ConfigError, IndexLocked, StoreError
+from rag.labels import file_label
 from rag.settings import BUNDLED_CORPUS, Settings
 from rag.text import counted
 from rag.types import Chunk, Paper
@@ -350,6 +351,55 @@ class SourceFile:
     path: Path | None  # the file now (None: gone, or not known)
     recorded: str | None  # the path the index recorded for it (None: stored before paths were recorded)
     paper_ids: list[str] = field(default_factory=list)
+
+
+COPY_MIN_WORDS = 20  # an abstract this long, word for word another paper's, is a copy; shorter ones may agree
+
+
+def _abstract_key(paper: Paper) -> str:
+    return " ".join(paper.abstract.split()).lower()
+
+
+def without_copies(papers: Sequence[Paper], stored: Callable[[], Iterable[Paper]],
+                   stored_ids: set[str]) -> tuple[list[Paper], list[tuple[Paper, Paper]]]:
+    """``papers`` without those whose abstract is word for word another's (a file copied under another name):
+    an earlier one of ``papers`` or, for papers not stored yet, one in the index (``stored``, read only then).
+    Returns (the papers to store, [(copy, the paper it copies)])."""
+    first: dict[str, Paper] = {}
+    if any(p.paper_id not in stored_ids for p in papers):
+        wanted = {p.paper_id for p in papers}
+        for paper in stored():
+            if paper.paper_id not in wanted and len(paper.abstract.split()) >= COPY_MIN_WORDS:
+                first.setdefault(_abstract_key(paper), paper)
+    kept: list[Paper] = []
+    copies: list[tuple[Paper, Paper]] = []
+    for paper in papers:
+        key = _abstract_key(paper)
+        original = first.get(key) if len(paper.abstract.split()) >= COPY_MIN_WORDS else None
+        if original is not None and paper.paper_id not in stored_ids:
+            copies.append((paper, original))
+            continue
+        first.setdefault(key, paper)
+        kept.append(paper)
+    return kept, copies
+
+
+def copies_text(copies: Sequence[tuple[Paper, Paper]], shown: int = 3) -> list[str]:
+    """One line for each file copied from another: "skipped 19 papers of copy.txt (#1, #2, #3, ...): word for word
+    the abstracts of file 000 (#1, #2, #3, ...), stored once"."""
+    by_files: dict[tuple[str, str], list[tuple[Paper, Paper]]] = {}
+    for copy, original in copies:
+        by_files.setdefault((copy.source, original.source), []).append((copy, original))
+    def places(ordinals: list[int]) -> str:
+        return ", ".join(f"#{n}" for n in ordinals[:shown]) + (", ..." if len(ordinals) > shown else "")
+
+    lines = []
+    for (copy_file, original_file), pairs in by_files.items():
+        plural = "s" if len(pairs) > 1 else ""
+        lines.append(f"skipped {counted(len(pairs), 'paper')} of {file_label(copy_file)} "
+                     f"({places([c.ordinal for c, _ in pairs])}): word for word the abstract{plural} of "
+                     f"{file_label(original_file)} ({places([o.ordinal for _, o in pairs])}), stored once")
+    return lines
 
 
 def index_sources(store: ChromaStore, corpus_dir: Path) -> dict[str, SourceFile]:

@@ -230,3 +230,33 @@ def test_force_goes_with_rebuild(tmp_path):
     with fake_cli_env(tmp_path / "data"):
         code, out, err = cli("ingest", "--force")
     assert code == 1 and "--force goes with --rebuild" in err and not (tmp_path / "data").exists()
+
+
+LONG = [f"{text} Its evaluation covers twelve settings and every ablation we could think of, all reported in full."
+        for text in MINE]  # abstracts long enough (COPY_MIN_WORDS) to tell a copy from a coincidence
+
+
+def test_a_copied_file_is_not_stored_twice_and_the_copies_are_named_once(tmp_path):
+    # A copy of a bundled file ingested beside it listed every paper twice ("4 papers", FedSSM twice).
+    original = write_txt(tmp_path / "corp" / "mine.txt", LONG)
+    copy = write_txt(tmp_path / "elsewhere" / "copy.txt", [*LONG[:2], OTHER[0] + " " + LONG[2]])
+    with fake_cli_env(tmp_path / "data"):
+        assert cli("ingest", str(original))[0] == 0
+        code, out, err = cli("ingest", str(copy))
+    assert code == 0, err
+    assert "skipped 2 papers of copy.txt (#1, #2): word for word the abstracts of mine.txt (#1, #2)" in err
+    assert "ingested 1 paper from 1 file" in out and "index: 4 papers" in out, out
+    assert len(set(stored(tmp_path / "data").values())) == 4
+
+
+def test_copies_within_one_ingest_keep_the_first_and_short_abstracts_may_agree(tmp_path):
+    folder = tmp_path / "corp"
+    write_txt(folder / "a.txt", [LONG[0], "Short and the same."])
+    write_txt(folder / "b.txt", [LONG[0], "Short and the same."])
+    with fake_cli_env(tmp_path / "data"):
+        code, _out, err = cli("ingest", str(folder))
+        again = cli("ingest", str(folder))  # the copy is still there: skipped and said again, nothing stored
+    assert code == 0 and "skipped 1 paper of b.txt (#1): word for word the abstract of a.txt (#1)" in err
+    assert sorted(stored(tmp_path / "data")) == ["a.txt#1", "a.txt#2", "b.txt#2"]
+    assert again[0] == 0 and "word for word" in again[2] and "0 added" in again[1]
+    assert sorted(stored(tmp_path / "data")) == ["a.txt#1", "a.txt#2", "b.txt#2"]
