@@ -522,7 +522,7 @@ class ExtractiveAnswerer:
         # "Which papers mention GRPO?", "... use LoRA?": the name is the whole topic, so every paper that mentions
         # it qualifies, however little else of it sounds like the question, and none when no paper does.
         artifact = built_artifact(topic)
-        if required and _names_alone(topic, required):
+        if required and names_alone(topic, required):
             chosen = sorted((i for i, c in enumerate(chance) if c > 0), key=lambda i: -chance[i])
             if not chosen:
                 return [], 0.0, 0.0, False
@@ -867,11 +867,14 @@ _AROUND_A_NAME = frozenset([
     "employed", "build", "builds", "built", "apply", "applies", "applied", "adopt", "adopts", "adopted", "rely",
     "relies", "involve", "involves", "discuss", "discusses", "refer", "refers", "name", "names", "named", "report",
     "reports", "reported", "run", "runs", "ran", "on", "upon", "with", "of", "in", "to", "for", "by", "the", "a",
-    "an", "its", "their", "about"
+    "an", "its", "their", "about",
+    # "release code on GitHub", "share their code via Hugging Face": where a paper's code or data is
+    "release", "releases", "released", "share", "shares", "shared", "publish", "publishes", "published", "host",
+    "hosts", "hosted", "code", "data", "models", "weights", "their", "our", "via", "at",
 ])
 
 
-def _names_alone(topic: str, names: Sequence[str]) -> bool:
+def names_alone(topic: str, names: Sequence[str]) -> bool:
     """Is the topic its names and the words around them, nothing else ("mention GRPO", "evaluate on ALFWorld")?"""
     rest = topic
     for name in names:

@@ -23,9 +23,11 @@ from rag.answers.extractive import (
     built_artifact,
     is_multi_paper_question,
     mentions,
+    names_alone,
     names_paper,
     precise_figures,
     question_names,
+    required_names,
     says_it_builds,
     states_figure,
 )
@@ -497,14 +499,27 @@ class AnswerPipeline:
         builds one: what a paper builds is a fact of its abstract, which a search of the question's words may rank
         below its depth (PRM-BiasBench, "We release PRM-BiasBench", was missed). Every abstract is read when the
         index is small enough (``builders_scan_max``)."""
-        artifact = built_artifact(self.extractive.list_topic(question))
-        if artifact is None:
+        topic = self.extractive.list_topic(question)
+        artifact = built_artifact(topic)
+        # "Which papers mention GRPO?", "... release code on GitHub?": every paper that names it, as the search
+        # may rank some below its depth (6 of 14 GitHub links were missed).
+        names = required_names(topic)
+        names = names if names and names_alone(topic, names) else []
+        if artifact is None and not names:
             return hits
         every = papers()
         if len(every) > self.config.builders_scan_max:
             return hits
         have = {h.paper_id for h in hits}
-        more = [p.paper_id for p in every if p.paper_id not in have and says_it_builds(p.abstract, artifact)]
+
+        def qualifies(paper: Paper) -> bool:
+            if artifact is not None:
+                return says_it_builds(paper.abstract, artifact)
+            hit = Hit(rank=0, paper_id=paper.paper_id, title=paper.title, score=0.0, source=paper.source,
+                      ordinal=paper.ordinal, text="", abstract=paper.abstract)
+            return any(mentions(hit, name) for name in names)
+
+        more = [p.paper_id for p in every if p.paper_id not in have and qualifies(p)]
         return ranked([*hits, *self.retriever.hits_for(more)]) if more else hits
 
     def _numbered(self, numbered: Sequence[Hit]) -> dict[int, Paper]:

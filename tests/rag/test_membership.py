@@ -227,10 +227,10 @@ def test_a_topic_typed_alone_lists_its_papers_and_a_papers_name_alone_asks_about
 
 
 def test_a_topic_that_is_only_a_name_lists_every_paper_that_mentions_it(real_embedder):
-    from rag.answers.extractive import _names_alone
+    from rag.answers.extractive import names_alone
 
-    assert _names_alone("mention GRPO", ["GRPO"]) and _names_alone("evaluate on ALFWorld", ["ALFWorld"])
-    assert not _names_alone("evaluate LLM agents on ALFWorld", ["ALFWorld"])
+    assert names_alone("mention GRPO", ["GRPO"]) and names_alone("evaluate on ALFWorld", ["ALFWorld"])
+    assert not names_alone("evaluate LLM agents on ALFWorld", ["ALFWorld"])
     # Quantization is all Sparse Serving is about; it names the kernel library in passing, and is listed for it.
     papers = [*PAPERS[:3], _paper(4, "Quantized Training", PAPERS[3].abstract + " Kernels come from FlashInfer."),
               _paper(5, "Serving Kernels", "We write attention kernels for FlashInfer that serve long contexts.")]

@@ -404,6 +404,21 @@ def test_a_precise_figure_finds_the_paper_that_states_it_and_leads_its_answer(bu
     assert AnswerPipeline(retriever, retriever.embedder, None).answer("Which paper achieves 99.66% accuracy?").refused
 
 
+def test_a_list_of_the_papers_that_name_something_reads_every_abstract(bundled_papers):
+    # "Which papers release code on GitHub?" listed 5 of the 13 abstracts that link to it: the search ranked the
+    # others below its depth, and "release code" made the topic more than the name.
+    class Indexed(FakeRetriever):
+        def every_paper(self):
+            return self.papers
+
+    retriever = Indexed(bundled_papers)
+    linking = {p.title for p in bundled_papers if "github" in p.abstract.lower()}
+    shallow = PipelineConfig(min_relevance=0.0, multi_candidates=3, top_k=3)
+    answer = AnswerPipeline(retriever, retriever.embedder, None, config=shallow).answer(
+        "Which papers release code on GitHub?")
+    assert len(linking) > 3 and {c.title for c in answer.citations} == linking
+
+
 def test_a_metric_typed_alone_asks_for_its_figure_not_for_a_list(fake_retriever):
     # "FedSSM ImageNet top-1 accuracy?" typed as a search was taken for a topic ("Which papers are about ...?") and
     # answered with FedSSM's sentences; its abstract never mentions ImageNet.
