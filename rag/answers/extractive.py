@@ -56,6 +56,8 @@ _ASKS_WHAT_IT_DOES = (
     "ideas offer offers provide provides improve improves help helps mean means problem problems "
     "reach reaches reached obtain obtains attain attains "  # "What accuracy does MA-RAG reach?"
     "size sizes big large "  # "BFCL Audio size? number of tasks", "how big is MADQA?"
+    # "How many tasks does it contain?"
+    "contain contains contained comprise comprises consist consists include includes "
     "perform performs performed performance well "  # "How well does MA-RAG perform?"
     # ... or ask for it in brief: "summarize CogRouter in one sentence", "explain MA-RAG", "ELI5 ConPress".
     "summarize summarise summary tldr tl dr eli5 explain overview gist nutshell brief briefly short shortly "
@@ -700,6 +702,7 @@ class ExtractiveAnswerer:
             best = int(np.argmax(scores))
             if best not in chosen:
                 chosen.append(best)
+        answers_parts = list(chosen)  # in the order the question asks them
         overall = np.max(np.vstack(part_scores), axis=0)
         for i in np.argsort(-overall).tolist():
             if len(chosen) >= n:
@@ -719,11 +722,12 @@ class ExtractiveAnswerer:
         named = [i for i in chosen if any(_says(sentences[i], n) for n in names)
                  or any(states_figure(sentences[i], f) for f in figures)]
         findings = [i for i in (named or chosen) if can_lead_with_finding(sentences[i])] if (
-            len(parts) == 1 and asks_for_findings(question)) else []
-        if leads := findings or named:
-            lead = max(leads, key=lambda i: overall[i])
-            return [sentences[lead], *(sentences[i] for i in sorted(chosen) if i != lead)]
-        return [sentences[i] for i in sorted(chosen)]
+            asks_for_findings(question)) else []
+        first = [max(leads, key=lambda i: overall[i])] if (leads := findings or named) else []
+        if len(parts) > 1:
+            # "What dataset did they build, and how accurate is it?": each part's answer in the order asked.
+            first = list(dict.fromkeys([*answers_parts, *first]))
+        return [*(sentences[i] for i in first), *(sentences[i] for i in sorted(chosen) if i not in first)]
 
 
 # --- names in questions -----------------------------------------------------------------------------------------

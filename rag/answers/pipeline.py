@@ -432,7 +432,7 @@ class AnswerPipeline:
         checked = self.attributor.attribute(written, self._numbered(hits), question=question, drop_unsupported=True)
         kept = [c for c in checked.claims if c.supported]
         if design == "lead":
-            useful = bool(kept) and self._lead_adds(kept[0], evidence, hits, question)
+            useful = bool(kept) and self._lead_adds(kept[0], evidence, hits)
             text = f"{checked.text}\n\n{evidence}" if useful else evidence
         else:
             useful = bool(kept)
@@ -444,17 +444,19 @@ class AnswerPipeline:
         yield TextEvent(content=renumber_text(text, consecutive(final)))
         yield FinalEvent(self._timed(final, started))
 
-    def _lead_adds(self, lead: ClaimVerdict, evidence: str, hits: Sequence[Hit], question: str) -> bool:
+    def _lead_adds(self, lead: ClaimVerdict, evidence: str, hits: Sequence[Hit]) -> bool:
         """Is a tiny model's lead worth showing above the evidence: close to what a source says, yet not a
         copy of the evidence (a copy adds nothing; a loose paraphrase may say what the abstract does not)?
 
-        Every word it uses must be its source's or the question's: a lead one word away from its evidence
-        reads as close in meaning ("a single-head MHF module" for "Multi-Head Fourier (MHF) module", "an exact
-        reference point" for an approximate one) while it says the opposite."""
+        Every word it uses must be its source's (or one that asks, "paper", "propose"): a lead one word away
+        from its evidence reads as close in meaning ("a single-head MHF module" for "Multi-Head Fourier (MHF)
+        module", "an exact reference point" for an approximate one) while it says the opposite; a word taken
+        from the question joins the source to what was asked ("CogRouter ... an environment that uses both
+        AdaMEM and CogRouter")."""
         if lead.support < self.config.small_model_lead_support:
             return False
         sources = " ".join(hits[m - 1].abstract or hits[m - 1].text for m in lead.markers if 0 < m <= len(hits))
-        allowed = set(self.extractive.analyze(f"{sources} {question}"))
+        allowed = set(self.extractive.analyze(sources)) | self.extractive.question_words
         if any(term not in allowed for term in self.extractive.analyze(lead.text)):
             return False
         words = _normalised(lead.text).split()

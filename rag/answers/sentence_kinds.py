@@ -39,7 +39,10 @@ _ASKS_FOR_PROBLEM = re.compile(r"\b(?:problems?|limitations?|challenges?|motivat
 
 
 _ASKS_FOR_RESULTS = re.compile(r"\b(?:results?|perform(?:s|ed|ance)?|how (?:well|good)|findings?|outcomes?|"
-                               r"evaluat\w*|experiments?|empirical\w*|does it (?:work|do)|gains?)\b", re.IGNORECASE)
+                               r"evaluat\w*|experiments?|empirical\w*|does it (?:work|do)|gains?|"
+                               # "how much did it improve on LIBERO?", "by how much does it beat X?"
+                               r"how much\b.{0,60}?\b(?:improv\w*|better|faster|gain\w*|reduc\w*|beat\w*|"
+                               r"speed\w*|help\w*|outperform\w*|cut\w*|save\w*))\b", re.IGNORECASE)
 _REPORTS_RESULTS = re.compile(r"\b(?:experiment\w*|evaluat\w*|benchmarks?|datasets?|outperform\w*|achiev\w*|"
                               r"improv\w*|state-of-the-art|demonstrat\w*|show(?:s|n|ed)?|surpass\w*|gains?|"
                               r"reduc\w*|speed-?ups?|faster|accura\w*|results?|empirical\w*|find(?:s|ings)?)\b|"
@@ -55,7 +58,9 @@ _ASKS_WHAT_IT_FOUND = re.compile(
     r"(?:evaluated|tested|validated|benchmarked))\b"
     r"|\b(?:evaluat(?:e|ed|ing)|test(?:ed)?|benchmark(?:ed)?|validat(?:e|ed)|experiment(?:s|ed)?)\s+(?:it\s+|them\s+)?"
     r"(?:on|against|across)\b"
-    r"|\bwhat\s+(?:did|does|do)\s.{0,40}?\b(?:find|show|achieve|report)\b",
+    r"|\bwhat\s+(?:did|does|do)\s.{0,40}?\b(?:find|show|achieve|report)\b"
+    r"|\bhow much\b.{0,60}?\b(?:improv\w*|better|faster|gain\w*|reduc\w*|beat\w*|speed\w*|help\w*|"
+    r"outperform\w*|cut\w*|save\w*)\b",
     re.IGNORECASE)
 # A sentence that leans on the one before it ("To address this, ...", "Using these subsets, ...", "Furthermore,
 # ...") cannot open an answer: out of its place it points at nothing.

@@ -710,3 +710,10 @@ def test_a_short_topic_is_said_as_a_phrase_or_its_acronym_by_every_listed_paper(
     hits = [_listed_hit(i + 1, "ABC"[i], text, 1.0 - i / 10) for i, text in enumerate(abstracts)]
     chosen = answerer(retriever)._with_key_terms(topic, hits, [0, 1, 2])
     assert [hits[i].title for i in chosen] == listed
+
+
+def test_each_part_of_a_compound_question_is_answered_in_the_order_asked(retriever):
+    # The abstract's order put the latency figure before the code link asked for first.
+    question = "Where is the code for adaptive time slices, and how much do they cut packet routing latency?"
+    sentences = answerer(retriever).plan(question, [_hit(ABSTRACT)]).papers[0].sentences
+    assert sentences[:2] == [CODE, RESULT]

@@ -292,6 +292,18 @@ def test_small_model_lead_with_a_word_its_source_lacks_is_left_out(fake_retrieve
         assert pipeline.answer(QUESTION).answer.startswith(reply[:20]) is shown, reply
 
 
+def test_small_model_lead_with_a_word_of_the_question_its_source_lacks_is_left_out(fake_retriever):
+    # "CogRouter is a framework ..., which makes it an environment that uses both AdaMEM and CogRouter [1]": the
+    # question's words joined the source to what was asked, and the check let them through.
+    lead = "FedSSM selects clients in multimodal federated learning by predicting training dynamics [1]."
+    joined = "FedSSM selects clients in a warehouse by predicting training dynamics [1]."
+    question = f"{QUESTION} Does it work in a warehouse?"
+    for reply, shown in [(lead, True), (joined, False)]:
+        pipeline = make_pipeline(fake_retriever, FakeChatModel(reply), small_model=True, small_model_design="lead",
+                                 small_model_lead_support=0.3, small_model_lead_new_words=0.0, min_relevance=0.0)
+        assert pipeline.answer(question).answer.startswith(reply[:20]) is shown, reply
+
+
 def test_small_model_lead_that_copies_the_evidence_is_left_out(fake_retriever):
     """A lead that is the evidence's own sentence behind a prefix adds nothing: only the evidence is shown."""
     evidence = make_pipeline(fake_retriever).answer(QUESTION).answer
