@@ -23,7 +23,6 @@ from rag.corpus.titles import looks_coined
 from rag.errors import LLMError
 from rag.llm.client import ChatModel
 from rag.retrieval.retriever import Retriever
-from rag.text import counted
 from rag.types import Hit
 
 _ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4,
@@ -179,7 +178,10 @@ def points_back(question: str) -> bool:
 
 def _no_such_paper(reference: str, last: Sequence[Hit]) -> str:
     names = ", ".join(h.title for h in last)
-    named = f"named only {counted(len(last), 'paper')} ({names})" if last else "named no paper"
+    # In words, not digits: a figure in a reply reads as one an abstract gave.
+    words = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+    count = words[len(last) - 1] if 0 < len(last) <= len(words) else str(len(last))
+    named = f"named only {count} paper{'s' if len(last) != 1 else ''} ({names})" if last else "named no paper"
     return (f"The last answer {named}: there is no \"{reference.lower()}\" to point at. Ask about a paper by "
             "its name, or ask for a list first (\"Which papers are about ...?\").")
 

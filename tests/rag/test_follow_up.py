@@ -179,7 +179,7 @@ def test_a_place_beyond_every_earlier_answer_is_said_not_searched(fake_retriever
     answer = AnswerPipeline(fake_retriever, fake_retriever.embedder, None).answer(
         "what did the second one evaluate on?", history)
     assert answer.refused and not answer.sources and not answer.citations
-    assert answer.answer.startswith('The last answer named only 1 paper (FedSSM): there is no "second one"')
+    assert answer.answer.startswith('The last answer named only one paper (FedSSM): there is no "second one"')
     # A place the list has is answered as before.
     listed = turn(LIST_ANSWER, papers=ids(fake_retriever, "FedSSM", "Fed-Kalter", "FedVPA-GP"))
     assert resolve_follow_up("what did the second one evaluate on?", listed, fake_retriever, None).pinned == ids(
