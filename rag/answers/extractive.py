@@ -624,6 +624,19 @@ class ExtractiveAnswerer:
                 out.append(word)
         return out
 
+    def absent_application(self, topic: str) -> list[str]:
+        """The words of what "X for Y" applies X to (Y: "molecules" of "graph neural networks for molecules, e.g.
+        drug discovery") when no abstract uses any of them: then no paper is about the topic, however many are
+        about X. [] when the topic applies nothing or the corpus knows a word of Y."""
+        parts = _FOR.split(_SUBORDINATE.sub("", topic), maxsplit=1)
+        if len(parts) < 2:
+            return []
+        target = parts[1]
+        words = [w for w in _WORD_TOKEN.findall(target)
+                 if [t for t in self.analyze(w) if t not in self.question_words and t not in self.asking_words]]
+        unused = self.unused_words(target)
+        return unused if words and len(unused) == len(words) else []
+
     def corpus_uses(self, term: str) -> bool:
         """Does any abstract use this analysed term, or its plural ("gpu" of "GPUs")?"""
         unknown = self.idf("\x00never-a-term\x00")

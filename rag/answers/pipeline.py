@@ -331,7 +331,10 @@ class AnswerPipeline:
             # Below all three, what the bars are there to catch, a topic the corpus lacks ("watermarking LLM text"),
             # shows in words no abstract uses; a topic made of the corpus's words is answered ("How many papers
             # target medical or clinical applications?": framing and alternatives dilute the similarity).
-            if (not relevant and plan.closest < self.config.list_sentence_relevance
+            # "GNNs for molecules": papers about GNNs abound, but none applies them to what no abstract names.
+            if multi and (absent := self.extractive.absent_application(self.extractive.list_topic(question))):
+                unused, plan = tuple(absent), None
+            elif (not relevant and plan.closest < self.config.list_sentence_relevance
                     and plan.covered < self.config.words_relevance and not plan.named):
                 unused = tuple(self.extractive.unused_words(self.extractive.list_topic(question)))
                 # Under filters, the corpus's words say nothing of the papers that pass: "Which papers are about

@@ -431,6 +431,24 @@ def test_a_list_of_the_papers_that_name_something_reads_every_abstract(bundled_p
     assert len(linking) > 3 and {c.title for c in answer.citations} == linking
 
 
+@pytest.mark.parametrize(("question", "refused"), [
+    # GNN papers were listed: none applies them to molecules, a word no abstract uses.
+    ("Is there work on using graph neural networks for molecules, e.g. drug discovery?", True),
+    ("Which papers use graph neural networks for federated learning?", False),  # a target the corpus knows
+    ("Which papers use graph neural networks?", False),
+])
+def test_a_list_of_x_applied_to_what_no_abstract_names_is_refused(bundled_papers, question, refused):
+    class Indexed(FakeRetriever):
+        def every_paper(self):
+            return self.papers
+
+    retriever = Indexed(bundled_papers)
+    answer = AnswerPipeline(retriever, retriever.embedder, None, config=PipelineConfig(min_relevance=0.0)).answer(
+        question)
+    assert answer.refused is refused
+    assert ("No abstract uses the word 'molecules'" in answer.answer) is refused
+
+
 def test_a_metric_typed_alone_asks_for_its_figure_not_for_a_list(fake_retriever):
     # "FedSSM ImageNet top-1 accuracy?" typed as a search was taken for a topic ("Which papers are about ...?") and
     # answered with FedSSM's sentences; its abstract never mentions ImageNet.
