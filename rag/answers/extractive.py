@@ -396,9 +396,13 @@ class ExtractiveAnswerer:
         # a comparison two.
         per_paper = max(2 if len(named_papers) > 1 else 1, len(question_parts(question)) - 1)
         artifact = built_artifact(self.list_topic(question)) if multi else None
+        # "Which environments do AdaMEM and CogRouter both use?": what the named papers' abstracts all name.
+        shared = shared_names([hits[i] for i in named_papers]) if (
+            len(named_papers) > 1 and _ASKS_COMMON.search(question)) else []
         papers = [PaperEvidence(i, [sentence] if artifact and (sentence := _building_sentence(hits[i], artifact))
                                 else self._best_sentences(question, question_terms, hits[i],
-                                                          per_paper if multi else self.params.sentences_single))
+                                                          per_paper if multi else self.params.sentences_single,
+                                                          prefer=shared))
                   for i in chosen]
         papers = [p for p in papers if p.sentences]
         if not papers:
@@ -689,7 +693,10 @@ class ExtractiveAnswerer:
         return sum(w for t, w in weights.items() if _present(t, present, self.analyze)) / max(sum(weights.values()),
                                                                                            1e-9)
 
-    def _best_sentences(self, question: str, question_terms: set[str], hit: Hit, n: int) -> list[str]:
+    def _best_sentences(self, question: str, question_terms: set[str], hit: Hit, n: int,
+                        prefer: Sequence[str] = ()) -> list[str]:
+        """The ``n`` sentences of ``hit`` that answer best (see the comments below); one that mentions a name of
+        ``prefer`` is among them and leads."""
         text = hit.abstract or hit.text
         spans = split_sentences(text)
         if not spans:
@@ -723,13 +730,16 @@ class ExtractiveAnswerer:
             if i not in chosen:
                 chosen.append(i)
         chosen = chosen[:max(n, len(parts) - 1)]
+        mentioning = [i for i in np.argsort(-overall).tolist() if any(_says(sentences[i], p) for p in prefer)]
+        if mentioning and not set(mentioning) & set(chosen):
+            chosen[-1] = mentioning[0]
         # The sentence that says what is asked leads, the others follow in the abstract's order (which reads as it
         # was written): asked what a paper found ("What did MA-RAG evaluate on?"), its finding, not the opening
         # that introduces the paper; asked about a name ("Mamba", "... on MedQA?"), the sentence that gives it.
         # (Names only where papers are asked for by them, "Mamba", "Which papers use GRPO?": in a question about
         # one paper they mostly say which paper it is, "What timing error does the ECG-to-PCG model achieve?".)
-        names = [n for n in question_names(question) if n.lower() not in hit.title.lower()] if (
-            is_multi_paper_question(question)) else []
+        names = list(prefer) or ([n for n in question_names(question) if n.lower() not in hit.title.lower()] if (
+            is_multi_paper_question(question)) else [])
         figures = precise_figures(question)
         # (What gives the name or figure asked leads even where it leans on the sentence before: it is the answer.)
         named = [i for i in chosen if any(_says(sentences[i], n) for n in names)
@@ -1023,6 +1033,23 @@ def _in_a_row(said: Sequence[str], start: int, terms: Sequence[str]) -> bool:
             return False
         at = nxt
     return True
+
+
+# A comparison that asks what the papers share: "both", "in common", "the same".
+_ASKS_COMMON = re.compile(r"\b(?:both|in common|common|shared?|same)\b", re.IGNORECASE)
+
+
+def shared_names(hits: Sequence[Hit]) -> list[str]:
+    """The names (benchmarks, models, datasets) every one of ``hits``' abstracts gives, in the first's order; not
+    the papers' own names."""
+    def names_of(hit: Hit) -> dict[str, str]:
+        abstract = hit.abstract or hit.text
+        own = {w.lower() for h in hits for w in re.findall(r"[\w-]+", h.title)}
+        found = (n for a, b in split_sentences(abstract) for n in question_names(abstract[a:b]))
+        return {n.lower(): n for n in found if n.lower() not in own}
+
+    each = [names_of(h) for h in hits]
+    return [name for key, name in each[0].items() if all(key in other for other in each[1:])] if each else []
 
 
 def _says(sentence: str, name: str) -> bool:

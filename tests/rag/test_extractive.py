@@ -717,3 +717,15 @@ def test_each_part_of_a_compound_question_is_answered_in_the_order_asked(retriev
     question = "Where is the code for adaptive time slices, and how much do they cut packet routing latency?"
     sentences = answerer(retriever).plan(question, [_hit(ABSTRACT)]).papers[0].sentences
     assert sentences[:2] == [CODE, RESULT]
+
+
+def test_asked_what_two_named_papers_both_use_each_answer_leads_with_what_they_share(bundled_papers):
+    # "Which environments do AdaMEM and CogRouter both use?" quoted AdaMEM's method, never ALFWorld.
+    papers = [p for p in bundled_papers if p.title in ("AdaMEM", "CogRouter")]
+    retriever = FakeRetriever(papers)
+    question = "Which environments do AdaMEM and CogRouter both use?"
+    plan = answerer(retriever).plan(question, retriever.search(question, 2))
+    assert len(plan.papers) == 2 and all("ALFWorld" in p.sentences[0] for p in plan.papers)
+    from rag.answers.extractive import shared_names
+
+    assert "ALFWorld" in shared_names(retriever.search(question, 2))
