@@ -27,13 +27,13 @@ def escape_markdown(text: str) -> str:
     return _MARKUP.sub(r"\\\1", " ".join(text.split()))
 
 
-def linked_markers(text: str, markers: set[int]) -> str:
+def linked_markers(text: str, markers: set[int], anchor: str = REFERENCE_ANCHOR) -> str:
     """Each ``[n]`` of a cited marker as a link to its reference; other text as it is (``<`` escaped)."""
     text = text.replace("<", "&lt;")
 
     def link(match: re.Match) -> str:
         number = int(match.group(1))
-        return f"[\\[{number}\\]](#{REFERENCE_ANCHOR.format(number)})" if number in markers else match.group(0)
+        return f"[\\[{number}\\]](#{anchor.format(number)})" if number in markers else match.group(0)
 
     return _MARKER.sub(link, text)
 
@@ -64,22 +64,24 @@ def about_line(answer: Answer, citations) -> str:
     return "*About:* " + "; ".join(f"**{escape_markdown(t)}**" for t in titles) if titles else ""
 
 
-def answer_markdown(answer: Answer, *, collection: str = "") -> str:
-    """The answer and its references as one Markdown document."""
+def answer_markdown(answer: Answer, *, collection: str = "", level: int = 1,
+                    anchor: str = REFERENCE_ANCHOR) -> str:
+    """The answer and its references as one Markdown document (its question a heading of ``level``; each
+    reference anchored as ``anchor`` says, so that several answers in one document keep theirs apart)."""
     hits = {h.paper_id: h for h in answer.sources}
     citations = sorted(answer.citations, key=lambda c: c.marker)
-    lines = [f"# {escape_markdown(answer.question)}", ""]
+    lines = [f"{'#' * level} {escape_markdown(answer.question)}", ""]
     if about := about_line(answer, citations):
         lines += [about, ""]
-    lines += [linked_markers(answer.answer.strip(), {c.marker for c in citations}), ""]
+    lines += [linked_markers(answer.answer.strip(), {c.marker for c in citations}, anchor), ""]
     if citations:
-        lines += ["## References", ""]
+        lines += [f"{'#' * (level + 1)} References", ""]
     for citation in citations:
         hit = hits.get(citation.paper_id)
         details = metadata_line(hit.authors, hit.year, hit.venue, source=hit.source) if hit else ""
         place = found_in(citation.source, citation.ordinal, hit.venue if hit else "",
                          (hit.collection or collection) if hit else collection)
-        entry = f'<a id="{REFERENCE_ANCHOR.format(citation.marker)}"></a>\\[{citation.marker}\\] ' \
+        entry = f'<a id="{anchor.format(citation.marker)}"></a>\\[{citation.marker}\\] ' \
                 f"**{escape_markdown(citation.title)}**"
         if details:
             entry += f". {escape_markdown(details)}"
@@ -94,3 +96,12 @@ def answer_markdown(answer: Answer, *, collection: str = "") -> str:
         source = "" if answer.about_paperchat else " from the papers' abstracts"  # a fixed reply read none
         lines += [f"*Answered by {escape_markdown(answer.backend)}{source}.*", ""]
     return "\n".join(lines)
+
+
+def conversation_markdown(answers: list[Answer], *, collection: str = "") -> str:
+    """A conversation's answers in the order asked, each with its own references (anchored "ref-2-1": the
+    first reference of the second answer), as one Markdown document."""
+    parts = ["# paperchat conversation", ""]
+    for number, answer in enumerate(answers, start=1):
+        parts.append(answer_markdown(answer, collection=collection, level=2, anchor=f"ref-{number}-{{}}"))
+    return "\n".join(parts)

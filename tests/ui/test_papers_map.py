@@ -191,6 +191,30 @@ def test_the_last_finished_answer_downloads_as_markdown(tmp_path):
     assert XSS_TITLE not in path.read_text(encoding="utf-8")
 
 
+def test_a_conversation_downloads_whole_each_answer_with_its_own_references(tmp_path):
+    # "Download Markdown" saved only the last answer of a conversation.
+    import re
+
+    from rag.exports.markdown import conversation_markdown
+
+    first = Answer("which papers?", "FedSSM selects clients [1].", citations=[Citation(1, "p", "FedSSM", "f.txt", 1)])
+    second = Answer("and its results?", "It cuts rounds by 30% [1].", citations=[Citation(1, "p", "FedSSM", "f.txt", 1)])
+    last = LastAnswer()
+    components = recording(ScriptedComponents(first), last)
+    list(components.pipeline_for(None).stream("which papers?", []))
+    components = recording(ScriptedComponents(second), last)
+    list(components.pipeline_for(None).stream("and its results?", []))
+    path = markdown_file(last, folder=tmp_path)
+    text = path.read_text(encoding="utf-8")
+    assert path.name == "paperchat-conversation.md" and text == conversation_markdown([first, second])
+    assert text.index("## which papers?") < text.index("## and its results?")
+    links = re.findall(r"\]\(#([\w-]+)\)", text)
+    anchors = re.findall(r'<a id="([\w-]+)"></a>', text)
+    assert links == ["ref-1-1", "ref-2-1"] and sorted(anchors) == sorted(set(anchors)) == links  # each resolves
+    last.clear()  # "New chat"
+    assert markdown_file(last, folder=tmp_path) is None
+
+
 def test_a_legend_click_names_a_topic_and_a_point_a_paper():
     from ui.web.papers_map import ALL_TOPICS, TOPIC_PREFIX, legend_topic
 

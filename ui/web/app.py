@@ -283,7 +283,7 @@ def _wire_chat(components: Components, ui: _Widgets) -> None:
 
     def do_new(state: ChatSession, last: LastAnswer):
         fresh = callbacks.new_chat(state)
-        last.answer = None
+        last.clear()
         return fresh.messages, fresh.panel, fresh, "", "", gr.Button(visible=False), gr.DownloadButton(visible=False)
     new_outputs = [ui.chatbot, ui.sources, ui.session, ui.question, ui.notice, ui.stop, ui.download]
     ui.new.click(do_new, [ui.session, ui.last_answer], new_outputs, cancels=events, queue=False, **PRIVATE)

@@ -1,4 +1,5 @@
-"""The chat's "Download Markdown": the session's last finished answer as a Markdown file (rag/exports).
+"""The chat's "Download Markdown": the session's conversation (or its one answer) as a Markdown file
+(rag/exports).
 
 The chat callbacks (ui/web/callbacks.py) keep what the chat shows, not the ``Answer`` itself, so the answer
 is caught on its way out of the pipeline: ``recording(components, last)`` is the components as the chat
@@ -9,10 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag.exports.markdown import answer_markdown
+from rag.exports.markdown import answer_markdown, conversation_markdown
 from rag.types import Answer
 
 DOWNLOAD_FOLDER = "paperchat-answers"
@@ -20,9 +21,18 @@ DOWNLOAD_FOLDER = "paperchat-answers"
 
 @dataclass
 class LastAnswer:
-    """One browser session's last finished answer (kept in a ``gr.State``)."""
+    """One browser session's finished answers, in the order asked (kept in a ``gr.State``); "New chat" empties
+    it."""
 
-    answer: Answer | None = None
+    answers: list[Answer] = field(default_factory=list)
+
+    @property
+    def answer(self) -> Answer | None:
+        """The last finished answer."""
+        return self.answers[-1] if self.answers else None
+
+    def clear(self) -> None:
+        self.answers.clear()
 
 
 class _RecordingPipeline:
@@ -37,7 +47,7 @@ class _RecordingPipeline:
 
         for event in self._pipeline.stream(*args, **kwargs):
             if isinstance(event, FinalEvent):
-                self._last.answer = event.answer
+                self._last.answers.append(event.answer)
             yield event
 
 
@@ -58,13 +68,17 @@ def recording(components, last: LastAnswer):
 
 
 def markdown_file(last: LastAnswer, collection: str = "", folder: Path | None = None) -> Path | None:
-    """The last answer written to a Markdown file (named by its content: the same answer, the same file);
-    None when the session has no finished answer."""
-    if last is None or last.answer is None:
+    """The conversation written to a Markdown file, every answer with its references (one answer: that answer
+    alone); named by its content: the same conversation, the same file. None when the session has no finished
+    answer."""
+    if last is None or not last.answers:
         return None
-    text = answer_markdown(last.answer, collection=collection)
+    if len(last.answers) == 1:
+        text, name = answer_markdown(last.answers[0], collection=collection), "paperchat-answer.md"
+    else:
+        text, name = conversation_markdown(last.answers, collection=collection), "paperchat-conversation.md"
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-    target = (folder or Path(tempfile.gettempdir()) / DOWNLOAD_FOLDER) / digest / "paperchat-answer.md"
+    target = (folder or Path(tempfile.gettempdir()) / DOWNLOAD_FOLDER) / digest / name
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
     return target
