@@ -197,8 +197,9 @@ def test_a_conversation_downloads_whole_each_answer_with_its_own_references(tmp_
 
     from rag.exports.markdown import conversation_markdown
 
-    first = Answer("which papers?", "FedSSM selects clients [1].", citations=[Citation(1, "p", "FedSSM", "f.txt", 1)])
-    second = Answer("and its results?", "It cuts rounds by 30% [1].", citations=[Citation(1, "p", "FedSSM", "f.txt", 1)])
+    cited = [Citation(1, "p", "FedSSM", "f.txt", 1)]
+    first = Answer("which papers?", "FedSSM selects clients [1].", citations=cited)
+    second = Answer("and its results?", "It cuts rounds by 30% [1].", citations=cited)
     last = LastAnswer()
     components = recording(ScriptedComponents(first), last)
     list(components.pipeline_for(None).stream("which papers?", []))
