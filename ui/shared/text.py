@@ -73,15 +73,17 @@ def query_words(query: str) -> list[str]:
 
 
 def filter_papers(papers: Iterable[Paper], query: str) -> list[Paper]:
-    """Papers whose title, abstract, authors, venue, year or source contain every word of ``query``
-    (case-insensitive): "kingma adam" finds the Adam paper by its author and title."""
+    """Papers whose title, abstract, authors, venue, year, source, id or place label contain every word of
+    ``query`` (case-insensitive): "kingma adam" finds the Adam paper by its author and title, "file 002" the
+    papers of that file, "000_dcbf1b5d2daaeff5.txt#8" or "#8 of file 000" one paper."""
     words = query_words(query)
     if not words:
         return list(papers)
     found = []
     for paper in papers:
         year = "" if paper.year is None else str(paper.year)
-        haystack = "\n".join([paper.title, paper.abstract, *paper.authors, paper.venue, year, paper.source]).lower()
+        haystack = "\n".join([paper.title, paper.abstract, *paper.authors, paper.venue, year, paper.source,
+                              paper.paper_id, place_label(paper.source, paper.ordinal)]).lower()
         if all(word in haystack for word in words):
             found.append(paper)
     return found
